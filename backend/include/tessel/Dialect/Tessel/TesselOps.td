@@ -1,0 +1,184 @@
+//===- TesselOps.td - tessel operations --------------------*- tablegen -*-===//
+
+#ifndef TESSEL_OPS
+#define TESSEL_OPS
+
+include "tessel/Dialect/Tessel/TesselTypes.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+//===----------------------------------------------------------------------===//
+// Program identity
+//===----------------------------------------------------------------------===//
+
+def Tessel_ProgramIdOp : Tessel_Op<"program_id", [Pure]> {
+  let summary = "index of this program instance along a grid axis";
+  let description = [{
+    Every kernel instance computes one tile; `program_id` tells it which. The
+    backend maps it to `%ctaid` (non-persistent schedules) or to the tile
+    scheduler's current tile (persistent schedules).
+
+    ```mlir
+    %pid = tessel.program_id 1
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I32Attr, [IntMinValue<0>, IntMaxValue<2>]>:$axis);
+  let results = (outs Index:$result);
+  let assemblyFormat = "$axis attr-dict";
+}
+
+def Tessel_NumProgramsOp : Tessel_Op<"num_programs", [Pure]> {
+  let summary = "number of program instances along a grid axis";
+  let description = [{
+    ```mlir
+    %n = tessel.num_programs 0
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I32Attr, [IntMinValue<0>, IntMaxValue<2>]>:$axis);
+  let results = (outs Index:$result);
+  let assemblyFormat = "$axis attr-dict";
+}
+
+def Tessel_DimOp : Tessel_Op<"dim", [Pure]> {
+  let summary = "runtime size of a global tensor along one dimension";
+  let description = [{
+    ```mlir
+    %K = tessel.dim %A, 1 : !tessel.ref<2 x bf16>
+    ```
+  }];
+  let arguments = (ins Tessel_RefType:$ref, I32Attr:$axis);
+  let results = (outs Index:$result);
+  let assemblyFormat = "$ref `,` $axis attr-dict `:` type($ref)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Global memory <-> tiles
+//===----------------------------------------------------------------------===//
+
+def Tessel_LoadOp : Tessel_Op<"load", [MemoryEffects<[MemRead]>]> {
+  let summary = "load a tile of a global tensor, zero outside its bounds";
+  let description = [{
+    Reads the tile whose first element is at `offsets` (one index per tensor
+    dimension). The tile has the static shape of the result type; its rank
+    equals the tensor's. Elements outside the tensor read as zero, so edge
+    tiles need no special code.
+
+    ```mlir
+    %a = tessel.load %A[%m, %k] : !tessel.ref<2 x bf16> -> tensor<128x64xbf16>
+    ```
+  }];
+  let arguments = (ins Tessel_RefType:$ref, Variadic<Index>:$offsets);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = [{
+    $ref `[` $offsets `]` attr-dict `:` type($ref) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tessel_StoreOp : Tessel_Op<"store", [MemoryEffects<[MemWrite]>]> {
+  let summary = "store a tile into a global tensor, dropping what falls outside";
+  let description = [{
+    Writes `value` with its first element at `offsets`. Elements outside the
+    tensor are not written. The tile's element type must equal the tensor's.
+
+    ```mlir
+    tessel.store %c, %C[%m, %n] : tensor<128x256xbf16>, !tessel.ref<2 x bf16>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$value, Tessel_RefType:$ref,
+                       Variadic<Index>:$offsets);
+  let assemblyFormat = [{
+    $value `,` $ref `[` $offsets `]` attr-dict `:` type($value) `,` type($ref)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Tile math
+//===----------------------------------------------------------------------===//
+
+def Tessel_DotOp : Tessel_Op<"dot", [Pure,
+    AllTypesMatch<["acc", "result"]>]> {
+  let summary = "tile matrix product accumulated in f32: result = a * b + acc";
+  let description = [{
+    `a` is M x K, `b` is K x N, `acc` and the result are M x N f32. Inputs are
+    f16 or bf16 (both the same). In a mainloop the accumulator is the
+    loop-carried value, which is what the backend's GEMM matcher looks for.
+
+    ```mlir
+    %d = tessel.dot %a, %b, %acc : tensor<128x64xbf16>, tensor<64x256xbf16> -> tensor<128x256xf32>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$a, AnyStaticShapeTensor:$b,
+                       AnyStaticShapeTensor:$acc);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = [{
+    $a `,` $b `,` $acc attr-dict `:` type($a) `,` type($b) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tessel_TransOp : Tessel_Op<"trans", [Pure]> {
+  let summary = "transpose a 2-d tile";
+  let description = [{
+    A view change: the backend folds it into how the operand is loaded
+    (which major the shared-memory tile has), it moves no data by itself.
+
+    ```mlir
+    %bt = tessel.trans %b : tensor<256x64xbf16> -> tensor<64x256xbf16>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$src);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tessel_BroadcastOp : Tessel_Op<"broadcast", [Pure]> {
+  let summary = "broadcast a tile to a larger rank";
+  let description = [{
+    Source dimension `i` becomes result dimension `dims[i]` (same extent); the
+    other result dimensions repeat the source. A bias row over the columns of
+    an M x N tile:
+
+    ```mlir
+    %row = tessel.broadcast %bias [1] : tensor<256xf32> -> tensor<128x256xf32>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$src, DenseI64ArrayAttr:$dims);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = "$src $dims attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tessel_SplatOp : Tessel_Op<"splat", [Pure]> {
+  let summary = "a tile whose every element is one scalar";
+  let description = [{
+    ```mlir
+    %t = tessel.splat %alpha : f32 -> tensor<128x256xf32>
+    ```
+  }];
+  let arguments = (ins AnyTypeOf<[AnyFloat, AnySignlessInteger, Index]>:$value);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = "$value attr-dict `:` type($value) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tessel_CastOp : Tessel_Op<"cast", [Pure, SameOperandsAndResultShape]> {
+  let summary = "convert the element type of a tile (round to nearest even)";
+  let description = [{
+    Between f32, f16, bf16 and i32 in any direction. Float narrowing rounds to
+    nearest even; float to int truncates toward zero.
+
+    ```mlir
+    %c = tessel.cast %acc : tensor<128x256xf32> -> tensor<128x256xbf16>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$src);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+#endif // TESSEL_OPS

@@ -1,0 +1,61 @@
+//===- CompiledKernel.h - what the compiler hands the runtime ------*- C++ -*-===//
+//
+// The result of compiling one traced kernel: the cubin, the PTX parameter list
+// (how user arguments become kernel parameters), launch shape, and the text of
+// every intermediate stage for dumping. No MLIR or CUDA types: the runtime
+// links without MLIR.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tessel/core/trace.hpp"
+
+namespace tessel {
+
+/// One user-visible kernel argument (a global tensor).
+struct ArgSpec {
+  dtype type = dtype::f32;
+  int rank = 0;
+  bool loadedByTma = false;  ///< at least one parameter is a TMA descriptor of this arg
+};
+
+/// One PTX kernel parameter, in order.
+struct ParamSpec {
+  enum class Kind : std::uint8_t {
+    Pointer,        ///< .u64 base address of args[arg]
+    Size,           ///< .u64 sizes[dim] of args[arg] (elements)
+    Stride,         ///< .u64 strides[dim] of args[arg] (elements)
+    TmaDescriptor,  ///< .param .align 64 .b8 [128]: CUtensorMap of args[arg]
+  };
+  Kind kind = Kind::Pointer;
+  int arg = 0;
+  int dim = 0;
+  /// TMA only: box extents, innermost first (box[0] is along the contiguous dim), and the
+  /// shared-memory swizzle in bytes (0, 32, 64, 128). The tensor map covers the whole tensor
+  /// with dims innermost first; out-of-bounds elements are filled with zeros.
+  std::array<std::uint32_t, 3> box{1, 1, 1};
+  int swizzleBytes = 0;
+};
+
+struct CompiledKernel {
+  std::string name;               ///< PTX entry name
+  std::vector<ArgSpec> args;      ///< user arguments, in order
+  std::vector<ParamSpec> params;  ///< PTX parameters, in order
+  unsigned blockThreads = 128;
+  unsigned dynamicSmemBytes = 0;
+  std::array<unsigned, 3> cluster{1, 1, 1};
+  std::string arch = "sm_90a";
+  std::string ptx;
+  std::string cubin;              ///< binary image (empty if ptxas was unavailable)
+  std::string ptxasLog;
+  /// Every stage, in pipeline order: {"01-tessel.mlir", text}, ..., {"kernel.ptx", ptx}.
+  std::vector<std::pair<std::string, std::string>> stages;
+};
+
+}  // namespace tessel

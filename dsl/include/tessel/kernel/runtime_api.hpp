@@ -1,0 +1,67 @@
+// tessel/kernel/runtime_api.hpp - the interface between the DSL's jit()/launch() and the
+// compiler + runtime in libtessel.so. No MLIR or CUDA types appear here.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+
+#include "tessel/core/export.hpp"
+#include "tessel/core/trace.hpp"
+
+namespace tessel {
+
+/// Every tessel failure the user can cause (bad arguments, no GPU, a kernel that cannot be
+/// built) is reported as a tessel::error; the process survives.
+class error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The five CUTLASS 3.x Hopper GEMM schedules (DESIGN.md §5).
+enum class schedule : std::uint8_t { automatic, tma, multistage, warp_specialized, cooperative, pingpong };
+
+/// Compile options. Defaults are what a demanding user would pick for bf16 GEMM on H100/H200.
+struct options {
+  tessel::schedule schedule = tessel::schedule::automatic;
+  int stages = 0;                        ///< shared-memory ring depth; 0 = heuristic
+  std::array<int, 2> cluster = {1, 1};   ///< CTA cluster shape (later schedules)
+  std::string dump_dir;                  ///< write every stage here (also $TESSEL_DUMP_DIR)
+  bool verbose = false;                  ///< print compile steps and the ptxas log to stderr
+};
+
+/// A runtime argument: a global tensor in device memory. Sizes and strides are in elements,
+/// outermost first (strides[rank-1] is the innermost stride).
+struct tensor_arg {
+  const void* data = nullptr;
+  dtype type = dtype::f32;
+  int rank = 0;
+  std::array<std::int64_t, 3> sizes{};
+  std::array<std::int64_t, 3> strides{};
+};
+
+/// Launch grid (number of program instances per axis).
+struct grid {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+namespace detail {
+struct kernel_impl;  // defined in libtessel (backend/lib/Runtime)
+
+/// Ends the current trace and compiles it (to cubin; no GPU needed). Throws tessel::error.
+TESSEL_API std::shared_ptr<kernel_impl> finish_and_compile(const options& o);
+/// Abandons the current trace (after an exception in the user's functor).
+TESSEL_API void abandon_trace() noexcept;
+/// Validates `args` against the kernel's signature and launches it on `stream`
+/// (a CUstream, nullptr = default stream). Throws tessel::error.
+TESSEL_API void launch(kernel_impl& k, void* stream, grid g, std::span<const tensor_arg> args);
+/// Text of a compiled stage: "tessel", "hopper", "llvm", "ll", "ptx", "ptxas.log", "sass".
+TESSEL_API std::string stage_text(const kernel_impl& k, const std::string& stage);
+/// True when a CUDA device is usable (libcuda loads, cuInit succeeds, one device exists);
+/// otherwise false and `why` says what is missing.
+TESSEL_API bool gpu_available(std::string* why = nullptr);
+}  // namespace detail
+}  // namespace tessel
