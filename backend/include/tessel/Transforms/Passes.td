@@ -1,0 +1,50 @@
+//===- Passes.td - tessel transformation passes ------------*- tablegen -*-===//
+
+#ifndef TESSEL_PASSES
+#define TESSEL_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def TesselSelectSchedule : Pass<"tessel-select-schedule", "mlir::ModuleOp"> {
+  let summary = "Recognise the GEMM mainloop and attach a #tessel.schedule to each kernel";
+  let description = [{
+    Finds, in every `tessel.kernel` function, the mainloop (an `scf.for` whose
+    loop-carried f32 tile is the accumulator of a `tessel.dot` fed by
+    `tessel.load`s) and attaches the schedule the backend builds, with its
+    tile (from the dot's shapes), stages and warpgroups. Kernels without a
+    `dot` get no schedule: they lower as plain elementwise kernels.
+
+    Before:
+    ```mlir
+    func.func @gemm(...) attributes {tessel.kernel} { ... scf.for ... tessel.dot ... }
+    ```
+    After:
+    ```mlir
+    func.func @gemm(...) attributes {tessel.kernel,
+        tessel.schedule = #tessel.schedule<kind = tma, tile = [128, 256, 64],
+                                           stages = 4, warpgroups = 2, swizzle = 128>}
+    ```
+  }];
+  let options = [
+    Option<"scheduleName", "schedule", "std::string", /*default=*/"\"auto\"",
+           "tma | multistage | warp_specialized | cooperative | pingpong | auto">,
+    Option<"stages", "stages", "int64_t", /*default=*/"0",
+           "shared-memory ring depth (0: as many as fit, at most 4)">,
+  ];
+  let dependentDialects = ["mlir::tessel::TesselDialect"];
+}
+
+def TesselLowerToNVVM : Pass<"tessel-lower-to-nvvm", "mlir::ModuleOp"> {
+  let summary = "Build the sm_90a kernel of each scheduled tessel kernel (llvm.func + nvvm)";
+  let description = [{
+    Replaces every `tessel.kernel` function by an `llvm.func` kernel written in
+    `nvvm`, `llvm`, `scf` and `arith` ops on LLVM-compatible types: for the
+    `tma` schedule a TMA + mbarrier ring feeding wgmma, and the traced
+    epilogue evaluated on the accumulator fragments. The kernel's parameter
+    list is recorded in `tessel.params` for the runtime.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect", "mlir::NVVM::NVVMDialect",
+                           "mlir::scf::SCFDialect", "mlir::arith::ArithDialect"];
+}
+
+#endif // TESSEL_PASSES

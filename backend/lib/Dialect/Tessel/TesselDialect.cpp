@@ -1,0 +1,161 @@
+//===- TesselDialect.cpp - tessel dialect, types, attributes, verifiers ---===//
+
+#include "tessel/Dialect/Tessel/Tessel.h"
+
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::tessel;
+
+#include "tessel/Dialect/Tessel/TesselDialect.cpp.inc"
+#include "tessel/Dialect/Tessel/TesselEnums.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "tessel/Dialect/Tessel/TesselTypes.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "tessel/Dialect/Tessel/TesselAttrs.cpp.inc"
+
+#define GET_OP_CLASSES
+#include "tessel/Dialect/Tessel/TesselOps.cpp.inc"
+
+void TesselDialect::initialize() {
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "tessel/Dialect/Tessel/TesselTypes.cpp.inc"
+      >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "tessel/Dialect/Tessel/TesselAttrs.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "tessel/Dialect/Tessel/TesselOps.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+static bool isTesselElementType(Type t) {
+  return t.isF16() || t.isBF16() || t.isF32() || t.isInteger(32) || t.isInteger(1);
+}
+
+LogicalResult RefType::verify(function_ref<InFlightDiagnostic()> emitError,
+                              unsigned rank, Type elementType) {
+  if (rank < 1 || rank > 3)
+    return emitError() << "rank must be 1, 2 or 3, got " << rank;
+  if (!isTesselElementType(elementType))
+    return emitError() << "element type must be f16, bf16, f32, i32 or i1, got "
+                       << elementType;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult DimOp::verify() {
+  unsigned rank = getRef().getType().getRank();
+  if (getAxis() < 0 || static_cast<unsigned>(getAxis()) >= rank)
+    return emitOpError() << "axis " << getAxis() << " out of range for rank " << rank;
+  return success();
+}
+
+/// Shared checks of load and store: one offset per dimension, same rank and
+/// element type for the tile and the tensor.
+static LogicalResult verifyTileAccess(Operation *op, RefType ref, size_t numOffsets,
+                                      RankedTensorType tile) {
+  if (numOffsets != ref.getRank())
+    return op->emitOpError() << "expects " << ref.getRank()
+                             << " offsets (one per tensor dimension), got " << numOffsets;
+  if (tile.getRank() != static_cast<int64_t>(ref.getRank()))
+    return op->emitOpError() << "tile rank " << tile.getRank()
+                             << " must equal the tensor rank " << ref.getRank();
+  if (tile.getElementType() != ref.getElementType())
+    return op->emitOpError() << "tile element type " << tile.getElementType()
+                             << " must equal the tensor element type " << ref.getElementType();
+  return success();
+}
+
+LogicalResult LoadOp::verify() {
+  return verifyTileAccess(*this, getRef().getType(), getOffsets().size(),
+                          cast<RankedTensorType>(getResult().getType()));
+}
+
+LogicalResult StoreOp::verify() {
+  return verifyTileAccess(*this, getRef().getType(), getOffsets().size(),
+                          cast<RankedTensorType>(getValue().getType()));
+}
+
+LogicalResult DotOp::verify() {
+  auto a = cast<RankedTensorType>(getA().getType());
+  auto b = cast<RankedTensorType>(getB().getType());
+  auto c = cast<RankedTensorType>(getAcc().getType());
+  if (a.getRank() != 2 || b.getRank() != 2 || c.getRank() != 2)
+    return emitOpError("operands must be 2-d tiles");
+  if (a.getDimSize(1) != b.getDimSize(0))
+    return emitOpError() << "inner dimensions differ: a is " << a.getDimSize(0) << "x"
+                         << a.getDimSize(1) << ", b is " << b.getDimSize(0) << "x"
+                         << b.getDimSize(1);
+  if (c.getDimSize(0) != a.getDimSize(0) || c.getDimSize(1) != b.getDimSize(1))
+    return emitOpError() << "accumulator must be " << a.getDimSize(0) << "x"
+                         << b.getDimSize(1);
+  if (a.getElementType() != b.getElementType())
+    return emitOpError("a and b must have the same element type");
+  if (!a.getElementType().isF16() && !a.getElementType().isBF16())
+    return emitOpError() << "inputs must be f16 or bf16, got " << a.getElementType();
+  if (!c.getElementType().isF32())
+    return emitOpError("accumulator must be f32");
+  return success();
+}
+
+LogicalResult TransOp::verify() {
+  auto s = cast<RankedTensorType>(getSrc().getType());
+  auto r = cast<RankedTensorType>(getResult().getType());
+  if (s.getRank() != 2 || r.getRank() != 2)
+    return emitOpError("only 2-d tiles can be transposed");
+  if (s.getDimSize(0) != r.getDimSize(1) || s.getDimSize(1) != r.getDimSize(0) ||
+      s.getElementType() != r.getElementType())
+    return emitOpError("result must be the source with its two dimensions swapped");
+  return success();
+}
+
+LogicalResult BroadcastOp::verify() {
+  auto s = cast<RankedTensorType>(getSrc().getType());
+  auto r = cast<RankedTensorType>(getResult().getType());
+  ArrayRef<int64_t> dims = getDims();
+  if (s.getElementType() != r.getElementType())
+    return emitOpError("element types must match");
+  if (static_cast<int64_t>(dims.size()) != s.getRank())
+    return emitOpError() << "needs one entry in dims per source dimension ("
+                         << s.getRank() << "), got " << dims.size();
+  int64_t prev = -1;
+  for (auto [i, d] : llvm::enumerate(dims)) {
+    if (d <= prev || d >= r.getRank())
+      return emitOpError("dims must be increasing and within the result rank");
+    if (s.getDimSize(i) != r.getDimSize(d))
+      return emitOpError() << "source dim " << i << " (" << s.getDimSize(i)
+                           << ") must equal result dim " << d << " (" << r.getDimSize(d) << ")";
+    prev = d;
+  }
+  return success();
+}
+
+LogicalResult SplatOp::verify() {
+  auto r = cast<RankedTensorType>(getResult().getType());
+  if (r.getElementType() != getValue().getType())
+    return emitOpError("result element type must be the scalar's type");
+  return success();
+}
+
+LogicalResult CastOp::verify() {
+  auto s = cast<RankedTensorType>(getSrc().getType()).getElementType();
+  auto r = cast<RankedTensorType>(getResult().getType()).getElementType();
+  auto ok = [](Type t) { return t.isF16() || t.isBF16() || t.isF32() || t.isInteger(32); };
+  if (!ok(s) || !ok(r))
+    return emitOpError() << "casts between f16, bf16, f32 and i32 only, got " << s << " to " << r;
+  return success();
+}

@@ -1,0 +1,21 @@
+# libtessel.so: the one shared library users link. It contains the frontend, the backend and
+# the runtime, with MLIR/LLVM linked statically and every symbol hidden except TESSEL_API
+# (DESIGN.md §3, §8), so that it can live in a process that already has another LLVM.
+set(_tessel_parts tessel_frontend TesselPipelines TesselRuntime)
+set(_tessel_have TRUE)
+foreach(p ${_tessel_parts})
+  if(NOT TARGET ${p})
+    set(_tessel_have FALSE)
+    message(STATUS "tessel: ${p} not defined yet: libtessel.so skipped")
+  endif()
+endforeach()
+if(_tessel_have)
+  add_library(tessel SHARED ${TESSEL_SOURCE_DIR}/backend/lib/Pipelines/Exported.cpp)
+  target_link_libraries(tessel PUBLIC tessel_dsl PRIVATE ${_tessel_parts})
+  target_link_options(tessel PRIVATE -Wl,--exclude-libs,ALL -Wl,--gc-sections -Wl,-O1
+)
+  set_target_properties(tessel PROPERTIES CXX_VISIBILITY_PRESET hidden
+                        VISIBILITY_INLINES_HIDDEN ON
+                        LIBRARY_OUTPUT_DIRECTORY ${TESSEL_BINARY_DIR}/lib)
+  add_library(tessel::tessel ALIAS tessel)
+endif()

@@ -1,0 +1,267 @@
+// bench_util.h - what tessel-bench, the GEMM examples and tests/gpu share: device buffers, GPU
+// random fill, NaN poisoning, comparison against a reference, the cuBLASLt reference GEMM, and
+// interleaved event timing. Internal to the tools/examples/tests (not part of libtessel).
+//
+// Plain CUDA runtime + cuBLASLt; no tessel headers. Every failing CUDA/cuBLAS call throws
+// tessel_bench::cuda_error naming the call.
+//
+// Conventions (all matrices row-major, all sizes in elements):
+//   A: M x K (K contiguous), B: N x K (K contiguous), C: M x N (N contiguous), bias: N.
+//   C = A * B^T (+ bias broadcast along rows, then relu, for the fused variant).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tessel_bench {
+
+// ---- errors ---------------------------------------------------------------------------------
+
+struct cuda_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Throws cuda_error("<what>: <cudaGetErrorName>: <message> (file:line)") unless e == cudaSuccess.
+void check_cuda(cudaError_t e, const char* what, const char* file, int line);
+#define TB_CUDA(call) ::tessel_bench::check_cuda((call), #call, __FILE__, __LINE__)
+/// After a kernel launch of our own: checks cudaGetLastError.
+#define TB_CUDA_LAUNCHED(what) ::tessel_bench::check_cuda(cudaGetLastError(), what, __FILE__, __LINE__)
+
+// ---- device -----------------------------------------------------------------------------------
+
+struct device_info {
+  int ordinal = 0;
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int sms = 0;
+  std::size_t l2_bytes = 0;
+  std::size_t global_mem_bytes = 0;
+  int max_sm_clock_mhz = 0;  ///< cudaDevAttrClockRate (the peak, not the current clock)
+  std::string pci_bus_id;
+};
+device_info query_device(int ordinal = 0);
+
+/// Optional NVML (dlopen'ed libnvidia-ml.so.1; no NVML headers or link needed). When it cannot be
+/// loaded, available() is false and why() says so; the readings then return 0.
+class nvml_probe {
+public:
+  explicit nvml_probe(const device_info& dev);
+  ~nvml_probe();
+  nvml_probe(const nvml_probe&) = delete;
+  nvml_probe& operator=(const nvml_probe&) = delete;
+  bool available() const { return dev_ != nullptr; }
+  const std::string& why() const { return why_; }
+  unsigned sm_clock_mhz() const;    ///< current SM clock
+  unsigned power_mw() const;        ///< current board power
+  unsigned temperature_c() const;   ///< GPU temperature
+
+private:
+  void* lib_ = nullptr;
+  void* dev_ = nullptr;
+  std::string why_;
+  int (*clock_)(void*, int, unsigned*) = nullptr;
+  int (*power_)(void*, unsigned*) = nullptr;
+  int (*temp_)(void*, int, unsigned*) = nullptr;
+};
+
+// ---- memory -----------------------------------------------------------------------------------
+
+/// Owning cudaMalloc'ed buffer (move-only).
+class device_buffer {
+public:
+  device_buffer() = default;
+  explicit device_buffer(std::size_t bytes);
+  ~device_buffer();
+  device_buffer(device_buffer&& o) noexcept;
+  device_buffer& operator=(device_buffer&& o) noexcept;
+  device_buffer(const device_buffer&) = delete;
+  device_buffer& operator=(const device_buffer&) = delete;
+
+  void* get() const { return p_; }
+  template <class T> T* as() const { return static_cast<T*>(p_); }
+  std::size_t bytes() const { return bytes_; }
+  explicit operator bool() const { return p_ != nullptr; }
+
+private:
+  void* p_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// ---- bf16 on the host -----------------------------------------------------------------------------
+
+float bf16_to_float(std::uint16_t h);
+std::uint16_t float_to_bf16(float f);  ///< round to nearest even; NaN stays NaN
+
+// ---- fill, poison, compare (all on the GPU, on `stream`) ---------------------------------
+
+/// n bf16 values uniform in (lo, hi), from a counter-based hash of (seed, index): deterministic,
+/// independent of launch shape. For lo = -1, hi = 1 no value is exactly zero.
+void fill_uniform_bf16(void* p, std::size_t n, std::uint64_t seed, float lo = -1.f, float hi = 1.f,
+                       cudaStream_t stream = nullptr);
+void fill_uniform_f32(float* p, std::size_t n, std::uint64_t seed, float lo = -1.f, float hi = 1.f,
+                      cudaStream_t stream = nullptr);
+/// Fills `bytes` with 0xFF: every bf16 (0xFFFF) and f32 (0xFFFFFFFF) element becomes a NaN.
+void poison_nan(void* p, std::size_t bytes, cudaStream_t stream = nullptr);
+
+struct compare_stats {
+  double rel_err = 0;             ///< ||test - ref||_F / ||ref||_F over finite test elements
+  double max_abs_err = 0;         ///< over finite test elements
+  double ref_norm = 0;            ///< ||ref||_F
+  std::uint64_t nonfinite = 0;    ///< test elements that are NaN or Inf (e.g. never written)
+  std::uint64_t count = 0;
+  std::int64_t first_nonfinite = -1;  ///< linear index of one non-finite test element, or -1
+  /// rel_err < tol, no non-finite element, and a non-degenerate reference.
+  bool ok(double tol) const { return nonfinite == 0 && ref_norm > 0 && rel_err < tol; }
+  std::string str() const;        ///< "rel_err=1.2e-03 max_abs=... nonfinite=0/N"
+};
+/// Compares a dense bf16 tensor with a dense f32 reference of the same n elements.
+compare_stats compare_bf16_f32(const void* test_bf16, const float* ref, std::size_t n,
+                               cudaStream_t stream = nullptr);
+/// Number of 16-bit words that differ between a and b (bitwise reproducibility check).
+std::uint64_t count_mismatched_u16(const void* a, const void* b, std::size_t n_u16,
+                                   cudaStream_t stream = nullptr);
+/// ref[m*N + n] = max(ref[m*N + n] + float(bias[n]), 0) for an M x N f32 matrix and bf16 bias.
+void bias_relu_f32_inplace(float* ref, const void* bias_bf16, std::int64_t M, std::int64_t N,
+                           cudaStream_t stream = nullptr);
+/// Copies n bf16 elements to the host (synchronous).
+std::vector<std::uint16_t> to_host_bf16(const void* p, std::size_t n);
+
+// ---- cuBLASLt reference --------------------------------------------------------------------------
+
+enum class out_type { bf16, f32 };
+enum class epilogue { none, bias_relu };
+
+/// One cuBLASLt handle + workspace; create once per process/device.
+class lt_context {
+public:
+  explicit lt_context(std::size_t workspace_bytes = 64u << 20);
+  ~lt_context();
+  lt_context(const lt_context&) = delete;
+  lt_context& operator=(const lt_context&) = delete;
+  void* handle() const { return handle_; }  ///< cublasLtHandle_t
+  void* workspace() const { return ws_.get(); }
+  std::size_t workspace_bytes() const { return ws_.bytes(); }
+
+private:
+  void* handle_ = nullptr;
+  device_buffer ws_;
+};
+
+/// Row-major C (M x N) = A (M x K) * B (N x K)^T with bf16 inputs and f32 accumulation
+/// (CUBLAS_COMPUTE_32F), C in bf16 or f32, optionally relu(. + bias[n]) fused (bf16 out only).
+///
+/// cuBLASLt is column-major. Row-major C (M x N, ld N) is the column-major matrix C^T (N x M,
+/// ld N), and C^T = B * A^T. The row-major N x K buffer of B read column-major is B^T (K x N,
+/// ld K), so cuBLASLt's first operand is that buffer with op = T (giving B, N x K); the row-major
+/// M x K buffer of A read column-major is A^T (K x M, ld K), cuBLASLt's second operand with
+/// op = N. So: m = N, n = M, k = K, opA = T on B, opB = N on A, D is N x M with ld N (the "TN"
+/// layout cuBLAS is fastest at). Bias (length = rows of D = N) is indexed by n, as wanted.
+class lt_gemm {
+public:
+  /// Asks cuBLASLt's heuristic for up to `max_algos` algorithms (the first is the default).
+  /// For epilogue::bias_relu, `bias` is the device bias pointer used by every run.
+  lt_gemm(lt_context& ctx, std::int64_t M, std::int64_t N, std::int64_t K, out_type out,
+          epilogue ep = epilogue::none, const void* bias = nullptr, int max_algos = 1);
+  ~lt_gemm();
+  lt_gemm(const lt_gemm&) = delete;
+  lt_gemm& operator=(const lt_gemm&) = delete;
+
+  void run(const void* A, const void* B, void* C, cudaStream_t stream = nullptr) const;
+  int num_algos() const { return static_cast<int>(algos_.size()); }
+  void select_algo(int i);
+  int selected_algo() const { return selected_; }
+  std::string algo_description() const;  ///< "algo 66 tile 20 stages 3 splitK 1 cluster 2 ..."
+
+private:
+  lt_context& ctx_;
+  void* op_ = nullptr;                  // cublasLtMatmulDesc_t
+  void* a_ = nullptr, *b_ = nullptr, *d_ = nullptr;  // cublasLtMatrixLayout_t
+  std::vector<std::vector<unsigned char>> algos_;    // cublasLtMatmulAlgo_t blobs
+  std::vector<std::size_t> algo_ws_;
+  int selected_ = 0;
+};
+
+// ---- problem buffers -----------------------------------------------------------------------------
+
+/// Rotated A/B/C (and bias) buffer sets for one M x N x K GEMM, filled with uniform [-1, 1)
+/// bf16 (a different seed per set), so that consecutive launches do not find their operands in
+/// L2. The number of sets is at least `min_sets` and enough that the other sets together exceed
+/// 2x L2 (capped so that everything stays under `max_total_bytes`).
+class gemm_problem {
+public:
+  gemm_problem(std::int64_t M, std::int64_t N, std::int64_t K, bool with_bias, const device_info& dev,
+               std::uint64_t seed = 1, int min_sets = 3, std::size_t max_total_bytes = 24ull << 30,
+               cudaStream_t stream = nullptr);
+  std::int64_t M, N, K;
+  int sets() const { return static_cast<int>(a_.size()); }
+  const void* A(int i) const { return a_[i % sets()].get(); }
+  const void* B(int i) const { return b_[i % sets()].get(); }
+  void* C(int i) const { return c_[i % sets()].get(); }
+  const void* bias(int i) const { return bias_.empty() ? nullptr : bias_[i % sets()].get(); }
+  bool with_bias() const { return !bias_.empty(); }
+  std::size_t bytes_per_set() const;
+  double flops() const { return 2.0 * double(M) * double(N) * double(K); }
+
+  /// f32 reference of set `i` (C = A B^T, plus bias+relu when with_bias), computed with cuBLASLt
+  /// (f32 out) and cached for set 0. Synchronous.
+  const float* reference(lt_context& lt, cudaStream_t stream = nullptr);
+  /// Poisons C of set `i` with NaN.
+  void poison(int i, cudaStream_t stream = nullptr) const;
+  /// Compares C of set `i` with reference() (must be set 0's; only set 0 is checked).
+  compare_stats check_set0(lt_context& lt, cudaStream_t stream = nullptr);
+
+private:
+  std::vector<device_buffer> a_, b_, c_, bias_;
+  device_buffer ref_;
+};
+
+/// Sets whose footprint lets the others exceed 2x L2: max(min_sets, ceil(2 L2 / bytes) + 1).
+int rotation_sets(std::size_t bytes_per_set, std::size_t l2_bytes, int min_sets, std::size_t max_total_bytes);
+
+// ---- timing ---------------------------------------------------------------------------------
+
+/// One candidate: enqueues launch number `i` (a running counter, so that the caller can rotate
+/// buffer sets with it) on `stream`. Must not synchronize.
+using launch_fn = std::function<void(int i, cudaStream_t stream)>;
+
+struct timing_config {
+  int batch = 20;            ///< launches per timed batch (raised so that a batch lasts >= min_batch_ms)
+  int repeats = 7;           ///< timed batches per candidate; the median is reported
+  double warmup_ms = 500;    ///< wall time of untimed round-robin launches before timing
+  double min_batch_ms = 1.0;
+  int max_batch = 2000;
+};
+
+struct timing {
+  double median_ms = 0, min_ms = 0, max_ms = 0;  ///< per launch
+  std::vector<double> samples_ms;                ///< per launch, one per repeat
+  double enqueue_us = 0;                         ///< host time to enqueue one launch
+  unsigned median_sm_mhz = 0;                    ///< NVML SM clock read while batches ran (0: n/a)
+  unsigned median_power_w = 0;
+  int batch = 0;
+};
+
+/// Times the candidates interleaved: after a warm-up, each repeat times one batch of every
+/// candidate in turn (rotating which goes first), with CUDA events around each batch. A short
+/// GPU spin kernel is enqueued ahead of every batch so that the host can enqueue the whole batch
+/// before the first launch starts: the events measure GPU time, not launch overhead. Returns
+/// one timing per candidate. `nvml` may be null.
+std::vector<timing> time_interleaved(const std::vector<launch_fn>& candidates, const timing_config& cfg,
+                                     cudaStream_t stream, const nvml_probe* nvml = nullptr);
+
+/// Spins one thread on the GPU for `us` microseconds (%globaltimer).
+void gpu_spin(double us, cudaStream_t stream);
+
+inline double tflops(double flops, double ms) { return ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0; }
+
+/// "%.3g"-style helpers for tables.
+std::string fmt(double v, int precision = 1);
+
+}  // namespace tessel_bench
