@@ -1,7 +1,7 @@
 # libtessel.so: the one shared library users link. It contains the frontend, the backend and
 # the runtime, with MLIR/LLVM linked statically and every symbol hidden except TESSEL_API
 # (DESIGN.md §3, §8), so that it can live in a process that already has another LLVM.
-set(_tessel_parts tessel_frontend TesselPipelines TesselRuntime)
+set(_tessel_parts tessel_frontend TesselCompiler TesselRuntime)
 set(_tessel_have TRUE)
 foreach(p ${_tessel_parts})
   if(NOT TARGET ${p})
@@ -10,8 +10,12 @@ foreach(p ${_tessel_parts})
   endif()
 endforeach()
 if(_tessel_have)
-  add_library(tessel SHARED ${TESSEL_SOURCE_DIR}/backend/lib/Pipelines/Exported.cpp)
-  target_link_libraries(tessel PUBLIC tessel_dsl PRIVATE ${_tessel_parts})
+  add_library(tessel SHARED ${TESSEL_SOURCE_DIR}/backend/lib/Pipelines/Jit.cpp)
+  # The exported entry points live in the static parts: keep every object of them.
+  target_link_libraries(tessel PUBLIC tessel_dsl PRIVATE
+    -Wl,--whole-archive $<TARGET_FILE:tessel_frontend> $<TARGET_FILE:TesselRuntime> -Wl,--no-whole-archive
+    tessel_frontend TesselCompiler)
+  target_include_directories(tessel PRIVATE ${TESSEL_SOURCE_DIR}/frontend/include)
   target_link_options(tessel PRIVATE -Wl,--exclude-libs,ALL -Wl,--gc-sections -Wl,-O1
 )
   set_target_properties(tessel PROPERTIES CXX_VISIBILITY_PRESET hidden

@@ -52,7 +52,10 @@ def Tessel_ScheduleAttr : AttrDef<Tessel_Dialect, "Schedule"> {
   }];
   let parameters = (ins "ScheduleKind":$kind, ArrayRefParameter<"int64_t">:$tile,
                         "int64_t":$stages, "int64_t":$warpgroups, "int64_t":$swizzle);
-  let assemblyFormat = "`<` struct(params) `>`";
+  let assemblyFormat = [{
+    `<` `kind` `=` $kind `,` `tile` `=` `[` $tile `]` `,` `stages` `=` $stages `,`
+    `warpgroups` `=` $warpgroups `,` `swizzle` `=` $swizzle `>`
+  }];
 }
 
 #endif // TESSEL_TYPES

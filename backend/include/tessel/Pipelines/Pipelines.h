@@ -1,0 +1,50 @@
+//===- Pipelines.h - tessel's pass pipeline and compile driver -----*- C++ -*-===//
+//
+//   traced tessel IR
+//     --tessel-select-schedule      #tessel.schedule on GEMM kernels
+//     --tessel-lower-to-nvvm        llvm.func kernels in nvvm/llvm/scf/arith
+//     --convert-scf-to-cf, --convert-to-llvm, --reconcile-unrealized-casts, cse
+//   LLVM dialect --translate--> LLVM IR --O3, NVPTX--> PTX --ptxas--> cubin
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_PIPELINES_PIPELINES_H
+#define TESSEL_PIPELINES_PIPELINES_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassManager.h"
+
+#include "tessel/Runtime/CompiledKernel.h"
+#include "tessel/kernel/runtime_api.hpp"
+
+namespace tessel {
+
+/// Every dialect tessel IR can hold at any stage, with the LLVM IR translations.
+void registerAllDialects(mlir::DialectRegistry &registry);
+/// tessel's passes and the `tessel-pipeline` pipeline (for tessel-opt).
+void registerAllPasses();
+
+struct PipelineOptions {
+  std::string schedule = "auto";
+  int64_t stages = 0;
+};
+
+/// tessel IR -> scheduled tessel IR (stage "scheduled").
+void buildSchedulePipeline(mlir::OpPassManager &pm, const PipelineOptions &o);
+/// scheduled tessel IR -> nvvm/llvm kernels (stage "nvvm").
+void buildKernelPipeline(mlir::OpPassManager &pm);
+/// nvvm kernels -> LLVM dialect only (stage "llvm").
+void buildToLLVMPipeline(mlir::OpPassManager &pm);
+/// All three, in order (`tessel-opt --tessel-pipeline`).
+void buildTesselPipeline(mlir::OpPassManager &pm, const PipelineOptions &o);
+
+/// Compiles a traced module (one kernel) all the way to cubin, recording every
+/// stage. Throws tessel::error with the diagnostics (which quote the user's
+/// source lines) on failure.
+CompiledKernel compileModule(mlir::ModuleOp module, const options &o);
+
+std::string scheduleName(schedule s);
+
+} // namespace tessel
+
+#endif // TESSEL_PIPELINES_PIPELINES_H

@@ -1,0 +1,36 @@
+//===- PTX.h - LLVM-dialect kernels to PTX -------------------------*- C++ -*-===//
+//
+// Translates a module of `llvm.func` kernels (LLVM + NVVM dialects only) to LLVM
+// IR, optimises it (O3) and emits PTX with LLVM's NVPTX backend, in process.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_TARGET_PTX_H
+#define TESSEL_TARGET_PTX_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include <string>
+
+namespace mlir::tessel {
+
+struct PTXOptions {
+  std::string chip = "sm_90a";
+  /// PTX ISA >= 8.3: older ones crash LLVM 22 on the tensormap fence (DESIGN.md §6).
+  std::string features = "+ptx85";
+  unsigned optLevel = 3;
+};
+
+struct PTXResult {
+  std::string llvmIR;     ///< after translation, before optimisation
+  std::string llvmIROpt;  ///< after O3
+  std::string ptx;
+};
+
+/// Registers the LLVM IR translations this needs (builtin, llvm, nvvm).
+void registerPTXTranslations(DialectRegistry &registry);
+
+/// Emits PTX for `module`; diagnostics go to the module's context.
+FailureOr<PTXResult> translateToPTX(ModuleOp module, const PTXOptions &options);
+
+} // namespace mlir::tessel
+
+#endif // TESSEL_TARGET_PTX_H

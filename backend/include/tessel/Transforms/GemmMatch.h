@@ -1,0 +1,47 @@
+//===- GemmMatch.h - recognise the GEMM mainloop of a tessel kernel -*- C++ -*-===//
+//
+// The backend builds a schedule around one structure (DESIGN.md §5):
+//
+//   %acc0 = arith.constant dense<0.0> : tensor<BMxBNxf32>
+//   %acc = scf.for %k = %lb to %ub step %s iter_args(%c = %acc0) {
+//     %a  = tessel.load %A[...] : ... -> tensor<BMxBKxT>
+//     %b  = tessel.load %B[...] : ... -> tensor<BNxBKxT>
+//     %bt = tessel.trans %b
+//     %d  = tessel.dot %a, %bt, %c
+//     scf.yield %d
+//   }
+//   ... epilogue: elementwise ops on %acc, tessel.store ...
+//
+// `matchGemm` finds it and says, in a diagnostic at the user's line, why a
+// kernel does not have it.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_TRANSFORMS_GEMMMATCH_H
+#define TESSEL_TRANSFORMS_GEMMMATCH_H
+
+#include "tessel/Dialect/Tessel/Tessel.h"
+
+namespace mlir::tessel {
+
+/// One operand of the mainloop's dot: a tile loaded from a global tensor.
+struct GemmOperand {
+  LoadOp load;            ///< the tessel.load inside the loop
+  bool transposed;        ///< the dot sees tessel.trans(load)
+  unsigned argIndex;      ///< which kernel argument is loaded
+};
+
+struct GemmMatch {
+  scf::ForOp loop;        ///< the mainloop
+  unsigned accIndex;      ///< iter_arg position of the accumulator
+  DotOp dot;
+  GemmOperand a, b;
+  int64_t tileM, tileN, tileK;
+};
+
+/// Returns the GEMM structure of `kernel`, std::nullopt if it has no tessel.dot,
+/// or failure (with a diagnostic) if it has one that the backend cannot build.
+FailureOr<std::optional<GemmMatch>> matchGemm(func::FuncOp kernel);
+
+} // namespace mlir::tessel
+
+#endif // TESSEL_TRANSFORMS_GEMMMATCH_H

@@ -1,0 +1,167 @@
+//===- Compile.cpp - traced module to cubin, stage by stage ---------------===//
+//
+// Runs the pipeline in its three steps so that each stage's IR is recorded
+// (for TESSEL_DUMP_DIR and kernel::stage), reads the kernel ABI the lowering
+// left in `tessel.params`, emits PTX in process and assembles it with ptxas,
+// keeping the ptxas log with the kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessel/Pipelines/Pipelines.h"
+
+#include "tessel/Dialect/Tessel/Tessel.h"
+#include "tessel/Runtime/Ptxas.h"
+#include "tessel/Target/PTX.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/OperationSupport.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace {
+
+std::string printIR(ModuleOp m, bool locations) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  OpPrintingFlags flags;
+  if (locations)
+    flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+  m->print(os, flags);
+  return s;
+}
+
+/// Collects diagnostics while alive; `take()` gives them as one message.
+class DiagnosticCollector {
+public:
+  explicit DiagnosticCollector(MLIRContext *ctx)
+      : handler(ctx, [this](Diagnostic &d) {
+          llvm::raw_string_ostream os(text);
+          os << d.getLocation() << ": " << (d.getSeverity() == DiagnosticSeverity::Error ? "error: " : "note: ")
+             << d << "\n";
+          for (Diagnostic &n : d.getNotes())
+            os << n.getLocation() << ": note: " << n << "\n";
+          return success();
+        }) {}
+  std::string take() { return std::move(text); }
+
+private:
+  std::string text;
+  ScopedDiagnosticHandler handler;
+};
+
+/// "ptr:0", "size:0:1", "stride:2:0", "tma:1:64x256:128" -> ParamSpec.
+::tessel::ParamSpec parseParam(StringRef s) {
+  SmallVector<StringRef> parts;
+  s.split(parts, ':');
+  ::tessel::ParamSpec p;
+  auto num = [](StringRef x) {
+    int v = 0;
+    x.getAsInteger(10, v);
+    return v;
+  };
+  p.arg = num(parts[1]);
+  if (parts[0] == "ptr") {
+    p.kind = ::tessel::ParamSpec::Kind::Pointer;
+  } else if (parts[0] == "size" || parts[0] == "stride") {
+    p.kind = parts[0] == "size" ? ::tessel::ParamSpec::Kind::Size : ::tessel::ParamSpec::Kind::Stride;
+    p.dim = num(parts[2]);
+  } else {
+    p.kind = ::tessel::ParamSpec::Kind::TmaDescriptor;
+    auto [inner, outer] = parts[2].split('x');
+    p.box = {static_cast<uint32_t>(num(inner)), static_cast<uint32_t>(num(outer)), 1};
+    p.swizzleBytes = num(parts[3]);
+  }
+  return p;
+}
+
+::tessel::dtype toDtype(Type t) {
+  if (t.isF16()) return ::tessel::dtype::f16;
+  if (t.isBF16()) return ::tessel::dtype::bf16;
+  if (t.isF32()) return ::tessel::dtype::f32;
+  if (t.isInteger(1)) return ::tessel::dtype::i1;
+  return ::tessel::dtype::i32;
+}
+
+} // namespace
+
+::tessel::CompiledKernel(::tessel::compileModule)(ModuleOp module, const ::tessel::options &o) {
+  MLIRContext *ctx = module.getContext();
+  DiagnosticCollector diags(ctx);
+  ::tessel::CompiledKernel k;
+  auto fail = [&](const std::string &what) -> ::tessel::error {
+    return ::tessel::error("tessel: " + what + (k.name.empty() ? "" : " (kernel '" + k.name + "')") +
+                         ":\n" + diags.take());
+  };
+
+  // The user-visible signature, before the kernel is rewritten.
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (!fn->hasAttr(mlir::tessel::TesselDialect::getKernelAttrName()))
+      continue;
+    k.name = fn.getSymName().str();
+    for (Type t : fn.getArgumentTypes()) {
+      auto ref = dyn_cast<mlir::tessel::RefType>(t);
+      if (!ref)
+        throw fail("kernel arguments must be tensors");
+      k.args.push_back({toDtype(ref.getElementType()), static_cast<int>(ref.getRank()), false});
+    }
+  }
+  if (k.name.empty())
+    throw fail("the traced module has no tessel.kernel function");
+
+  k.stages.emplace_back("01-tessel.mlir", printIR(module, /*locations=*/true));
+
+  ::tessel::PipelineOptions po;
+  po.schedule = scheduleName(o.schedule);
+  po.stages = o.stages;
+  auto runStep = [&](const char *stage, const char *what, auto build) {
+    PassManager pm(ctx);
+    build(pm);
+    if (failed(pm.run(module)))
+      throw fail(what);
+    k.stages.emplace_back(stage, printIR(module, /*locations=*/false));
+  };
+  runStep("02-scheduled.mlir", "scheduling failed",
+          [&](PassManager &pm) { buildSchedulePipeline(pm, po); });
+  runStep("03-nvvm.mlir", "building the kernel failed",
+          [&](PassManager &pm) { buildKernelPipeline(pm); });
+
+  // The kernel ABI and launch shape, left by tessel-lower-to-nvvm.
+  auto kernel = module.lookupSymbol<LLVM::LLVMFuncOp>(k.name);
+  if (!kernel)
+    throw fail("the lowered kernel is missing");
+  for (Attribute a : kernel->getAttrOfType<ArrayAttr>("tessel.params"))
+    k.params.push_back(parseParam(cast<StringAttr>(a).getValue()));
+  for (const ::tessel::ParamSpec &p : k.params)
+    if (p.kind == ::tessel::ParamSpec::Kind::TmaDescriptor)
+      k.args[p.arg].loadedByTma = true;
+  k.blockThreads = kernel->getAttrOfType<IntegerAttr>("tessel.threads").getInt();
+  k.dynamicSmemBytes = kernel->getAttrOfType<IntegerAttr>("tessel.shared_bytes").getInt();
+
+  runStep("04-llvm.mlir", "conversion to the LLVM dialect failed",
+          [&](PassManager &pm) { buildToLLVMPipeline(pm); });
+  for (StringRef name : {"tessel.params", "tessel.threads", "tessel.shared_bytes", "tessel.schedule"})
+    kernel->removeAttr(name);
+
+  mlir::tessel::PTXOptions ptxOptions;
+  ptxOptions.chip = k.arch;
+  auto ptx = mlir::tessel::translateToPTX(module, ptxOptions);
+  if (failed(ptx))
+    throw fail("PTX generation failed");
+  k.stages.emplace_back("05-kernel.ll", ptx->llvmIR);
+  k.stages.emplace_back("06-kernel.opt.ll", ptx->llvmIROpt);
+  k.ptx = ptx->ptx;
+  k.stages.emplace_back("07-kernel.ptx", k.ptx);
+
+  // PTX -> cubin with ptxas when the toolkit is here; otherwise the driver JITs
+  // the PTX at load time (the log says so).
+  std::string ptxasPath;
+  if (::tessel::runtime::ptxasAvailable(&ptxasPath)) {
+    k.cubin = ::tessel::runtime::compilePtxToCubin(k.ptx, k.arch, &k.ptxasLog);
+  } else {
+    k.ptxasLog = "ptxas not found: the driver will JIT the PTX at load time\n";
+  }
+  return k;
+}

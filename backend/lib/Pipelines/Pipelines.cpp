@@ -1,0 +1,103 @@
+//===- Pipelines.cpp - tessel's pass pipelines ----------------------------===//
+
+#include "tessel/Pipelines/Pipelines.h"
+
+#include "tessel/Target/PTX.h"
+#include "tessel/Transforms/Passes.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/ConvertToLLVM/ToLLVMInterface.h"
+#include "mlir/Conversion/ConvertToLLVM/ToLLVMPass.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void ::tessel::registerAllDialects(DialectRegistry &registry) {
+  registry.insert<mlir::tessel::TesselDialect, arith::ArithDialect, math::MathDialect,
+                  scf::SCFDialect, func::FuncDialect, cf::ControlFlowDialect,
+                  LLVM::LLVMDialect, NVVM::NVVMDialect, ub::UBDialect>();
+  arith::registerConvertArithToLLVMInterface(registry);
+  cf::registerConvertControlFlowToLLVMInterface(registry);
+  registerConvertMathToLLVMInterface(registry);
+  registerConvertNVVMToLLVMInterface(registry);
+  ub::registerConvertUBToLLVMInterface(registry);
+  mlir::tessel::registerPTXTranslations(registry);
+}
+
+void ::tessel::buildSchedulePipeline(OpPassManager &pm, const PipelineOptions &o) {
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  mlir::tessel::TesselSelectScheduleOptions so;
+  so.scheduleName = o.schedule;
+  so.stages = o.stages;
+  pm.addPass(mlir::tessel::createTesselSelectSchedule(so));
+}
+
+void ::tessel::buildKernelPipeline(OpPassManager &pm) {
+  pm.addPass(mlir::tessel::createTesselLowerToNVVM());
+}
+
+void ::tessel::buildToLLVMPipeline(OpPassManager &pm) {
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void ::tessel::buildTesselPipeline(OpPassManager &pm, const PipelineOptions &o) {
+  buildSchedulePipeline(pm, o);
+  buildKernelPipeline(pm);
+  buildToLLVMPipeline(pm);
+}
+
+namespace {
+struct TesselPipelineCLOptions : public PassPipelineOptions<TesselPipelineCLOptions> {
+  PassOptions::Option<std::string> schedule{*this, "schedule",
+                                            llvm::cl::desc("schedule name or auto"),
+                                            llvm::cl::init("auto")};
+  PassOptions::Option<int64_t> stages{*this, "stages", llvm::cl::desc("ring depth (0: auto)"),
+                                      llvm::cl::init(0)};
+};
+} // namespace
+
+void ::tessel::registerAllPasses() {
+  mlir::tessel::registerTesselPasses();
+  // The upstream passes the pipeline uses, so that each step can be replayed alone.
+  registerTransformsPasses();
+  registerSCFToControlFlowPass();
+  registerConvertToLLVMPass();
+  registerReconcileUnrealizedCastsPass();
+  PassPipelineRegistration<TesselPipelineCLOptions>(
+      "tessel-pipeline", "tessel IR to LLVM-dialect kernels (the JIT's pipeline up to PTX)",
+      [](OpPassManager &pm, const TesselPipelineCLOptions &cl) {
+        PipelineOptions o;
+        o.schedule = cl.schedule;
+        o.stages = cl.stages;
+        buildTesselPipeline(pm, o);
+      });
+}
+
+namespace tessel {
+std::string scheduleName(schedule s) {
+  switch (s) {
+  case schedule::automatic: return "auto";
+  case schedule::tma: return "tma";
+  case schedule::multistage: return "multistage";
+  case schedule::warp_specialized: return "warp_specialized";
+  case schedule::cooperative: return "cooperative";
+  case schedule::pingpong: return "pingpong";
+  }
+  return "auto";
+}
+} // namespace tessel

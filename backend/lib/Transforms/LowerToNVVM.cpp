@@ -1,0 +1,743 @@
+//===- LowerToNVVM.cpp - build the sm_90a kernel of a tessel kernel -------===//
+//
+// Replaces each `tessel.kernel` func.func by an `llvm.func` kernel written in
+// nvvm / llvm / scf / arith ops on LLVM-compatible types (i32 for index math,
+// i64 for addresses), ready for convert-scf-to-cf + convert-to-llvm.
+//
+// Kernel parameters (recorded in `tessel.params` for the runtime), in order:
+//   for every argument i:  ptr_i (.u64), size_i_0.. (.u64), stride_i_0.. (.u64)
+//   then one CUtensorMap per TMA-loaded operand, as a __grid_constant__
+//   `.param .align 64 .b8 [128]` (llvm.byval + nvvm.grid_constant).
+//
+// Schedule `tma` (CUTLASS KernelTma), for W = BM/64 warpgroups:
+//
+//   smem:  A[stages][BM x BK] | B[stages][BN x BK] | full[stages] | empty[stages]
+//          (one dynamic base, 1024-aligned: every tile is a multiple of 1 KiB so
+//           each stays aligned for the 128B swizzle)
+//   thread 0:  init full[s] (count 1), empty[s] (count W); fence; bar.sync
+//   thread 0:  fill stages 0..min(stages, nk)-1 (expect_tx + 2 TMA loads)
+//   loop j in [0, nk):                        s = j % stages, ph = (j / stages) & 1
+//     all:      wait full[s] @ ph
+//     all:      wgmma.fence; BK/16 x wgmma m64nBNk16 (warpgroup w: rows 64w..64w+63)
+//               commit; wait_group 1          -> the group of tile j-1 is done
+//     w-leader: arrive empty[(j-1) % stages]  (j > 0)
+//     thread 0: if j-1+stages < nk: wait empty[(j-1) % stages], refill it with
+//               tile j-1+stages
+//   wait_group 0; epilogue on the accumulator fragments.
+//
+// Ordering rules of the asynchronous parts:
+//   1. Barriers are initialised by one thread and fenced (fence.mbarrier_init)
+//      before the CTA barrier; nobody touches them before that barrier.
+//   2. A stage is refilled only after its empty barrier completed, i.e. after
+//      every warpgroup's wgmma that read it retired (wait_group 1 of the next
+//      tile); the TMA refill is issued after that wait by the same thread.
+//   3. Consumers read a stage only after its full barrier flipped to the
+//      parity of that fill, which the TMA transaction count completes.
+//   4. Accumulators are read (epilogue) only after wait_group 0.
+//
+// The epilogue evaluates the traced tile expression element by element on the
+// wgmma accumulator layout (m64nNk16, f32: register r of thread t holds row
+// 16*warp + t%32/4 + 8*(r%4/2), column 8*(r/4) + 2*(t%4) + r%2), so any
+// elementwise chain (bias rows, activations, casts, other loads) is fused.
+// Kernels without a dot evaluate their stores on a blocked layout (element
+// e = r*threads + tid), which keeps global accesses coalesced.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessel/Transforms/GemmMatch.h"
+#include "tessel/Transforms/Passes.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+
+namespace mlir::tessel {
+#define GEN_PASS_DEF_TESSELLOWERTONVVM
+#include "tessel/Transforms/Passes.h.inc"
+} // namespace mlir::tessel
+
+using namespace mlir;
+using namespace mlir::tessel;
+
+namespace {
+
+constexpr int64_t kThreadsPerWarpgroup = 128;
+constexpr StringLiteral kSmemSymbol = "__tessel_smem";
+
+/// Builds one kernel. All values it creates live in the new llvm.func.
+class KernelBuilder {
+public:
+  KernelBuilder(func::FuncOp fn, std::optional<GemmMatch> gemm, ScheduleAttr sched)
+      : fn(fn), gemm(std::move(gemm)), sched(sched), b(fn.getContext()), ctx(fn.getContext()) {}
+
+  LogicalResult build();
+
+private:
+  // ---- parameters -------------------------------------------------------
+  struct RefParams {
+    Value ptr;                      ///< !llvm.ptr<1>
+    SmallVector<Value> sizes;       ///< i64
+    SmallVector<Value> strides;     ///< i64
+    Type elementType;
+  };
+  struct TmaParam {
+    unsigned arg;
+    std::array<int64_t, 2> box;     ///< innermost first
+    Value desc;                     ///< !llvm.ptr to the byval CUtensorMap
+  };
+
+  // ---- helpers ----------------------------------------------------------
+  Value i32(int64_t v) { return b.create<arith::ConstantIntOp>(loc, b.getI32Type(), v); }
+  Value i64(int64_t v) { return b.create<arith::ConstantIntOp>(loc, b.getI64Type(), v); }
+  /// Inline PTX with side effects; operands bind to $0.. in order.
+  Value ptx(StringRef code, StringRef constraints, ValueRange operands, Type result = {});
+  void barSync() { ptx("bar.sync 0;", "", {}); }
+  Value smemAddr(int64_t offset) { return b.create<arith::AddIOp>(loc, smemBase32, i32(offset)); }
+  Value smemAddr(Value offset) { return b.create<arith::AddIOp>(loc, smemBase32, offset); }
+  void mbarrierWait(Value bar, Value parity);
+
+  Type mapScalarType(Type t) { return t.isIndex() ? b.getI32Type() : t; }
+  /// The kernel-side value of a scalar (index or float) of the tessel func;
+  /// `ivRepl` replaces the mainloop's induction variable.
+  FailureOr<Value> scalar(Value v, Value ivRepl = {});
+  /// Evaluates one element of tile `v` at `coords` (i32, one per dim).
+  FailureOr<Value> element(Value v, ArrayRef<Value> coords);
+  FailureOr<Value> cloneElementwise(Operation *op, ArrayRef<Value> operands);
+  /// Linear element offset (i64) and in-bounds predicate of ref[offsets + coords].
+  std::pair<Value, Value> address(unsigned arg, ArrayRef<Value> offsets, ArrayRef<Value> coords);
+  FailureOr<Value> loadElement(LoadOp load, ArrayRef<Value> coords);
+  LogicalResult storeElement(StoreOp store, ArrayRef<Value> coords);
+
+  LogicalResult buildSignature();
+  LogicalResult buildGemm();
+  LogicalResult buildElementwise();
+  LogicalResult emitStores(function_ref<LogicalResult(StoreOp)> perStore);
+  /// TMA loads of tile `j` into stage `s` (both i32), then expect_tx.
+  LogicalResult issueStage(Value j, Value s);
+
+  func::FuncOp fn;
+  std::optional<GemmMatch> gemm;
+  ScheduleAttr sched;
+  OpBuilder b;
+  MLIRContext *ctx;
+  Location loc = UnknownLoc::get(ctx);
+
+  LLVM::LLVMFuncOp kernel;
+  SmallVector<RefParams> refs;
+  SmallVector<TmaParam> tma;   // [0] = A, [1] = B for GEMM kernels
+  DenseMap<Value, Value> scalars;
+  Value smemBase32, tid;
+  unsigned threads = kThreadsPerWarpgroup;
+  int64_t smemBytes = 0;
+
+  // GEMM state.
+  Value accLoopResult;          ///< the tessel loop result that holds the accumulator
+  Value accRegister;            ///< f32 register of the element being evaluated
+  Value lb, step, nk;
+  int64_t aBytes = 0, bBytes = 0, stages = 0;
+  int64_t fullBarOff = 0, emptyBarOff = 0;
+};
+
+Value KernelBuilder::ptx(StringRef code, StringRef constraints, ValueRange operands,
+                         Type result) {
+  std::string cons = constraints.str();
+  cons += cons.empty() ? "~{memory}" : ",~{memory}";
+  auto asmOp = b.create<LLVM::InlineAsmOp>(
+      loc, result, operands, code, cons, /*has_side_effects=*/true, /*is_align_stack=*/false,
+      LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr{}, ArrayAttr{});
+  return result ? asmOp.getResult(0) : Value();
+}
+
+void KernelBuilder::mbarrierWait(Value bar, Value parity) {
+  // Spin on try_wait.parity (which itself suspends for a while in hardware).
+  ptx("{\n"
+      ".reg .pred p;\n"
+      "WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
+      "@!p bra WAIT;\n"
+      "}",
+      "r,r", {bar, parity});
+}
+
+//===----------------------------------------------------------------------===//
+// Scalars and elements
+//===----------------------------------------------------------------------===//
+
+FailureOr<Value> KernelBuilder::scalar(Value v, Value ivRepl) {
+  if (gemm && v == gemm->loop.getInductionVar())
+    return ivRepl ? ivRepl : (fn.emitError("loop index used outside the mainloop"), Value());
+  bool inLoop = gemm && gemm->loop->isAncestor(v.getParentBlock()->getParentOp());
+  if (!inLoop)
+    if (auto it = scalars.find(v); it != scalars.end())
+      return it->second;
+  Operation *op = v.getDefiningOp();
+  if (!op)
+    return fn.emitError("a kernel argument is used as a scalar"), failure();
+  Value result;
+  if (auto pid = dyn_cast<ProgramIdOp>(op)) {
+    switch (pid.getAxis()) {
+    case 0: result = b.create<NVVM::BlockIdXOp>(loc, b.getI32Type()); break;
+    case 1: result = b.create<NVVM::BlockIdYOp>(loc, b.getI32Type()); break;
+    default: result = b.create<NVVM::BlockIdZOp>(loc, b.getI32Type()); break;
+    }
+  } else if (auto np = dyn_cast<NumProgramsOp>(op)) {
+    switch (np.getAxis()) {
+    case 0: result = b.create<NVVM::GridDimXOp>(loc, b.getI32Type()); break;
+    case 1: result = b.create<NVVM::GridDimYOp>(loc, b.getI32Type()); break;
+    default: result = b.create<NVVM::GridDimZOp>(loc, b.getI32Type()); break;
+    }
+  } else if (auto dim = dyn_cast<DimOp>(op)) {
+    unsigned arg = cast<BlockArgument>(dim.getRef()).getArgNumber();
+    result = b.create<arith::TruncIOp>(loc, b.getI32Type(), refs[arg].sizes[dim.getAxis()]);
+  } else if (auto cst = dyn_cast<arith::ConstantOp>(op)) {
+    if (auto ia = dyn_cast<IntegerAttr>(cst.getValue()))
+      result = b.create<arith::ConstantOp>(
+          loc, b.getIntegerAttr(mapScalarType(ia.getType()), ia.getValue().getSExtValue()));
+    else if (isa<FloatAttr>(cst.getValue()))
+      result = b.create<arith::ConstantOp>(loc, cast<TypedAttr>(cst.getValue()));
+    else
+      return op->emitError("unsupported scalar constant"), failure();
+  } else if (auto ic = dyn_cast<arith::IndexCastOp>(op)) {
+    auto in = scalar(ic.getIn(), ivRepl);
+    if (failed(in))
+      return failure();
+    Type to = mapScalarType(ic.getType());
+    unsigned fromW = (*in).getType().getIntOrFloatBitWidth(), toW = to.getIntOrFloatBitWidth();
+    result = fromW == toW ? *in
+             : fromW < toW ? b.create<arith::ExtSIOp>(loc, to, *in).getResult()
+                           : b.create<arith::TruncIOp>(loc, to, *in).getResult();
+  } else if (op->getDialect() == ctx->getLoadedDialect<arith::ArithDialect>() ||
+             op->getDialect() == ctx->getLoadedDialect<math::MathDialect>()) {
+    SmallVector<Value> operands;
+    for (Value o : op->getOperands()) {
+      auto s = scalar(o, ivRepl);
+      if (failed(s))
+        return failure();
+      operands.push_back(*s);
+    }
+    SmallVector<Type> types;
+    for (Type t : op->getResultTypes())
+      types.push_back(mapScalarType(t));
+    OperationState st(loc, op->getName().getStringRef(), operands, types, op->getAttrs());
+    result = b.create(st)->getResult(0);
+  } else {
+    return op->emitError() << "cannot compute '" << op->getName()
+                           << "' as a scalar in the kernel", failure();
+  }
+  if (!inLoop)
+    scalars[v] = result;
+  return result;
+}
+
+FailureOr<Value> KernelBuilder::cloneElementwise(Operation *op, ArrayRef<Value> operands) {
+  SmallVector<Type> types;
+  for (Type t : op->getResultTypes())
+    types.push_back(cast<ShapedType>(t).getElementType());
+  OperationState st(loc, op->getName().getStringRef(), operands, types, op->getAttrs());
+  return b.create(st)->getResult(0);
+}
+
+std::pair<Value, Value> KernelBuilder::address(unsigned arg, ArrayRef<Value> offsets,
+                                               ArrayRef<Value> coords) {
+  RefParams &r = refs[arg];
+  Value linear = i64(0), inBounds;
+  for (size_t d = 0; d < coords.size(); ++d) {
+    Value idx = b.create<arith::AddIOp>(loc, offsets[d], coords[d]);
+    Value idx64 = b.create<arith::ExtSIOp>(loc, b.getI64Type(), idx);
+    // Unsigned compare: negative indices are out of bounds too.
+    Value ok = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, idx64, r.sizes[d]);
+    inBounds = inBounds ? b.create<arith::AndIOp>(loc, inBounds, ok).getResult() : ok;
+    linear = b.create<arith::AddIOp>(loc, linear,
+                                     b.create<arith::MulIOp>(loc, idx64, r.strides[d]));
+  }
+  return {linear, inBounds};
+}
+
+FailureOr<Value> KernelBuilder::loadElement(LoadOp load, ArrayRef<Value> coords) {
+  SmallVector<Value> offsets;
+  for (Value o : load.getOffsets()) {
+    auto s = scalar(o);
+    if (failed(s))
+      return failure();
+    offsets.push_back(*s);
+  }
+  unsigned arg = cast<BlockArgument>(load.getRef()).getArgNumber();
+  auto [linear, inBounds] = address(arg, offsets, coords);
+  Type elt = refs[arg].elementType;
+  auto ifOp = b.create<scf::IfOp>(loc, TypeRange{elt}, inBounds, /*withElse=*/true);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Value p = b.create<LLVM::GEPOp>(loc, refs[arg].ptr.getType(), elt, refs[arg].ptr, linear);
+    Value v = b.create<LLVM::LoadOp>(loc, elt, p);
+    b.create<scf::YieldOp>(loc, v);
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    Value zero = b.create<arith::ConstantOp>(loc, b.getZeroAttr(elt));
+    b.create<scf::YieldOp>(loc, zero);
+  }
+  return ifOp.getResult(0);
+}
+
+LogicalResult KernelBuilder::storeElement(StoreOp store, ArrayRef<Value> coords) {
+  auto v = element(store.getValue(), coords);
+  if (failed(v))
+    return failure();
+  SmallVector<Value> offsets;
+  for (Value o : store.getOffsets()) {
+    auto s = scalar(o);
+    if (failed(s))
+      return failure();
+    offsets.push_back(*s);
+  }
+  unsigned arg = cast<BlockArgument>(store.getRef()).getArgNumber();
+  auto [linear, inBounds] = address(arg, offsets, coords);
+  auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, inBounds, /*withElse=*/false);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  Type elt = refs[arg].elementType;
+  Value p = b.create<LLVM::GEPOp>(loc, refs[arg].ptr.getType(), elt, refs[arg].ptr, linear);
+  b.create<LLVM::StoreOp>(loc, *v, p);
+  return success();
+}
+
+FailureOr<Value> KernelBuilder::element(Value v, ArrayRef<Value> coords) {
+  if (v == accLoopResult)
+    return accRegister;
+  Operation *op = v.getDefiningOp();
+  if (!op)
+    return fn.emitError("a kernel argument is used as a tile"), failure();
+  if (auto cst = dyn_cast<arith::ConstantOp>(op)) {
+    auto dense = dyn_cast<DenseElementsAttr>(cst.getValue());
+    if (!dense || !dense.isSplat())
+      return op->emitError("only splat tile constants are supported"), failure();
+    return b.create<arith::ConstantOp>(loc, dense.getSplatValue<TypedAttr>()).getResult();
+  }
+  if (auto splat = dyn_cast<SplatOp>(op))
+    return scalar(splat.getValue());
+  if (auto bc = dyn_cast<BroadcastOp>(op)) {
+    SmallVector<Value> src;
+    for (int64_t d : bc.getDims())
+      src.push_back(coords[d]);
+    return element(bc.getSrc(), src);
+  }
+  if (auto tr = dyn_cast<TransOp>(op))
+    return element(tr.getSrc(), {coords[1], coords[0]});
+  if (auto load = dyn_cast<LoadOp>(op)) {
+    if (gemm && load->getParentOp() == gemm->loop)
+      return load.emitError("tiles loaded in the mainloop can only feed the dot"), failure();
+    return loadElement(load, coords);
+  }
+  if (auto cast = dyn_cast<CastOp>(op)) {
+    auto in = element(cast.getSrc(), coords);
+    if (failed(in))
+      return failure();
+    Type from = (*in).getType();
+    Type to = cast.getType().getElementType();
+    if (from == to)
+      return *in;
+    if (isa<FloatType>(from) && isa<FloatType>(to))
+      return from.getIntOrFloatBitWidth() > to.getIntOrFloatBitWidth()
+                 ? b.create<arith::TruncFOp>(loc, to, *in).getResult()
+                 : b.create<arith::ExtFOp>(loc, to, *in).getResult();
+    if (isa<FloatType>(from))
+      return b.create<arith::FPToSIOp>(loc, to, *in).getResult();
+    return b.create<arith::SIToFPOp>(loc, to, *in).getResult();
+  }
+  if (op->getDialect() == ctx->getLoadedDialect<arith::ArithDialect>() ||
+      op->getDialect() == ctx->getLoadedDialect<math::MathDialect>()) {
+    SmallVector<Value> operands;
+    for (Value o : op->getOperands()) {
+      auto e = isa<ShapedType>(o.getType()) ? element(o, coords) : scalar(o);
+      if (failed(e))
+        return failure();
+      operands.push_back(*e);
+    }
+    return cloneElementwise(op, operands);
+  }
+  return op->emitError() << "cannot lower '" << op->getName() << "' in a tile expression",
+         failure();
+}
+
+//===----------------------------------------------------------------------===//
+// Signature
+//===----------------------------------------------------------------------===//
+
+LogicalResult KernelBuilder::buildSignature() {
+  SmallVector<Type> types;
+  SmallVector<Attribute> params; // for the runtime: "ptr:i", "size:i:d", "stride:i:d", "tma:..."
+  auto ptrTy = LLVM::LLVMPointerType::get(ctx, /*addressSpace=*/1);
+  for (auto [i, argTy] : llvm::enumerate(fn.getArgumentTypes())) {
+    auto ref = dyn_cast<RefType>(argTy);
+    if (!ref)
+      return fn.emitError() << "kernel argument " << i << " must be a tensor";
+    types.push_back(ptrTy);
+    params.push_back(b.getStringAttr("ptr:" + std::to_string(i)));
+    for (unsigned d = 0; d < ref.getRank(); ++d) {
+      types.push_back(b.getI64Type());
+      params.push_back(b.getStringAttr("size:" + std::to_string(i) + ":" + std::to_string(d)));
+    }
+    for (unsigned d = 0; d < ref.getRank(); ++d) {
+      types.push_back(b.getI64Type());
+      params.push_back(b.getStringAttr("stride:" + std::to_string(i) + ":" + std::to_string(d)));
+    }
+  }
+  if (gemm) {
+    auto tile = sched.getTile();
+    tma.push_back({gemm->a.argIndex, {tile[2], tile[0]}, {}});
+    tma.push_back({gemm->b.argIndex, {tile[2], tile[1]}, {}});
+    for (TmaParam &t : tma) {
+      types.push_back(LLVM::LLVMPointerType::get(ctx));
+      params.push_back(b.getStringAttr("tma:" + std::to_string(t.arg) + ":" +
+                                       std::to_string(t.box[0]) + "x" + std::to_string(t.box[1]) +
+                                       ":" + std::to_string(sched.getSwizzle())));
+    }
+  }
+  b.setInsertionPoint(fn);
+  auto fnTy = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), types);
+  kernel = b.create<LLVM::LLVMFuncOp>(fn.getLoc(), fn.getSymName(), fnTy);
+  kernel->setAttr("nvvm.kernel", b.getUnitAttr());
+  kernel->setAttr("tessel.params", b.getArrayAttr(params));
+  unsigned firstTma = types.size() - tma.size();
+  for (unsigned i = 0; i < tma.size(); ++i) {
+    unsigned p = firstTma + i;
+    kernel.setArgAttr(p, "llvm.byval", TypeAttr::get(LLVM::LLVMArrayType::get(b.getI8Type(), 128)));
+    kernel.setArgAttr(p, "llvm.align", b.getI64IntegerAttr(64));
+    kernel.setArgAttr(p, "nvvm.grid_constant", b.getUnitAttr());
+  }
+  Block *entry = kernel.addEntryBlock(b);
+  b.setInsertionPointToStart(entry);
+  unsigned p = 0;
+  for (Type argTy : fn.getArgumentTypes()) {
+    auto ref = cast<RefType>(argTy);
+    RefParams r;
+    r.elementType = ref.getElementType();
+    r.ptr = entry->getArgument(p++);
+    for (unsigned d = 0; d < ref.getRank(); ++d)
+      r.sizes.push_back(entry->getArgument(p++));
+    for (unsigned d = 0; d < ref.getRank(); ++d)
+      r.strides.push_back(entry->getArgument(p++));
+    refs.push_back(r);
+  }
+  for (TmaParam &t : tma)
+    t.desc = entry->getArgument(p++);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Stores over a layout
+//===----------------------------------------------------------------------===//
+
+LogicalResult KernelBuilder::emitStores(function_ref<LogicalResult(StoreOp)> perStore) {
+  for (Operation &op : fn.getBody().front()) {
+    if (auto store = dyn_cast<StoreOp>(op)) {
+      if (failed(perStore(store)))
+        return failure();
+    } else if (isa<scf::ForOp>(op) && (!gemm || &op != gemm->loop.getOperation())) {
+      return op.emitError("loops other than the GEMM mainloop are not supported yet");
+    }
+  }
+  for (Operation &op : fn.getBody().front())
+    for (Region &r : op.getRegions())
+      if (gemm && &op != gemm->loop.getOperation() && !r.empty())
+        return op.emitError("nested regions are not supported outside the mainloop");
+  return success();
+}
+
+LogicalResult KernelBuilder::buildElementwise() {
+  kernel->setAttr("nvvm.reqntid", b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
+  return emitStores([&](StoreOp store) -> LogicalResult {
+    auto ty = cast<RankedTensorType>(store.getValue().getType());
+    int64_t numel = ty.getNumElements();
+    for (int64_t r = 0; r * threads < numel; ++r) {
+      // Element e = r * threads + tid; row-major coordinates in the tile.
+      Value e = b.create<arith::AddIOp>(loc, tid, i32(r * threads));
+      Value inTile = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, e, i32(numel));
+      auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, inTile, false);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      SmallVector<Value> coords(ty.getRank());
+      int64_t stride = 1;
+      for (int64_t d = ty.getRank() - 1; d >= 0; --d) {
+        Value q = b.create<arith::DivUIOp>(loc, e, i32(stride));
+        coords[d] = b.create<arith::RemUIOp>(loc, q, i32(ty.getDimSize(d)));
+        stride *= ty.getDimSize(d);
+      }
+      if (failed(storeElement(store, coords)))
+        return failure();
+    }
+    return success();
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Schedule `tma`
+//===----------------------------------------------------------------------===//
+
+LogicalResult KernelBuilder::issueStage(Value j, Value s) {
+  // k offset of tile j: lb + j * step, substituted for the induction variable
+  // in the offsets of both loads.
+  Value kv = b.create<arith::AddIOp>(loc, lb, b.create<arith::MulIOp>(loc, j, step));
+  Value full = smemAddr(b.create<arith::AddIOp>(loc, i32(fullBarOff),
+                                                b.create<arith::MulIOp>(loc, s, i32(8))));
+  ptx("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r",
+      {full, i32(aBytes + bBytes)});
+  auto issue = [&](GemmOperand op, TmaParam &t, Value dst) -> LogicalResult {
+    SmallVector<Value> off;
+    for (Value o : op.load.getOffsets()) {
+      auto s = scalar(o, kv);
+      if (failed(s))
+        return failure();
+      off.push_back(*s);
+    }
+    // TMA coordinates are innermost first.
+    ptx("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+        " [$0], [$1, {$2, $3}], [$4];",
+        "r,l,r,r,r", {dst, t.desc, off[1], off[0], full});
+    return success();
+  };
+  Value aDst = smemAddr(b.create<arith::MulIOp>(loc, s, i32(aBytes)));
+  Value bDst = smemAddr(b.create<arith::AddIOp>(
+      loc, i32(stages * aBytes), b.create<arith::MulIOp>(loc, s, i32(bBytes))));
+  if (failed(issue(gemm->a, tma[0], aDst)) || failed(issue(gemm->b, tma[1], bDst)))
+    return failure();
+  return success();
+}
+
+/// wgmma shared-memory descriptor of a K-major, 128B-swizzled tile at `addr`
+/// (a shared-window byte address, 1024-aligned up to the k-step offset):
+///   bits [0,14)  start address >> 4
+///   bits [16,30) leading byte offset >> 4 (unused for swizzled K-major: 1)
+///   bits [32,46) stride byte offset >> 4 (8 rows x 128 B = 1024 B)
+///   bits [62,64) layout: 1 = 128B swizzle
+static Value wgmmaDescriptor(OpBuilder &b, Location loc, Value addr) {
+  constexpr uint64_t kHigh = (1ull << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
+  Value start = b.create<arith::AndIOp>(
+      loc, b.create<arith::ShRUIOp>(loc, addr, b.create<arith::ConstantIntOp>(loc, b.getI32Type(), 4)),
+      b.create<arith::ConstantIntOp>(loc, b.getI32Type(), 0x3FFF));
+  Value start64 = b.create<arith::ExtUIOp>(loc, b.getI64Type(), start);
+  return b.create<arith::OrIOp>(loc, start64,
+                                b.create<arith::ConstantIntOp>(loc, b.getI64Type(), (int64_t)kHigh));
+}
+
+LogicalResult KernelBuilder::buildGemm() {
+  auto tile = sched.getTile();
+  int64_t BM = tile[0], BN = tile[1], BK = tile[2];
+  int64_t W = sched.getWarpgroups();
+  stages = sched.getStages();
+  Type elt = cast<RankedTensorType>(gemm->dot.getA().getType()).getElementType();
+  int64_t eltBytes = elt.getIntOrFloatBitWidth() / 8;
+  aBytes = BM * BK * eltBytes;
+  bBytes = BN * BK * eltBytes;
+  fullBarOff = stages * (aBytes + bBytes);
+  emptyBarOff = fullBarOff + 8 * stages;
+  smemBytes = emptyBarOff + 8 * stages;
+  threads = W * kThreadsPerWarpgroup;
+  kernel->setAttr("nvvm.reqntid", b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
+  // One CTA per SM for the big tiles: lets ptxas use up to 255 registers/thread.
+  kernel->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
+
+  Value isLeader = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, tid, i32(0));
+  Value wg = b.create<arith::DivUIOp>(loc, tid, i32(kThreadsPerWarpgroup));
+  Value inWg = b.create<arith::RemUIOp>(loc, tid, i32(kThreadsPerWarpgroup));
+  Value isWgLeader = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, inWg, i32(0));
+  auto fullBar = [&](Value s) {
+    return smemAddr(b.create<arith::AddIOp>(loc, i32(fullBarOff), b.create<arith::MulIOp>(loc, s, i32(8))));
+  };
+  auto emptyBar = [&](Value s) {
+    return smemAddr(b.create<arith::AddIOp>(loc, i32(emptyBarOff), b.create<arith::MulIOp>(loc, s, i32(8))));
+  };
+
+  // Rule 1: barriers initialised by thread 0, fenced, then a CTA barrier.
+  {
+    auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, isLeader, false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    for (int64_t s = 0; s < stages; ++s) {
+      ptx("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r", {smemAddr(fullBarOff + 8 * s), i32(1)});
+      ptx("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r", {smemAddr(emptyBarOff + 8 * s), i32(W)});
+    }
+    ptx("fence.mbarrier_init.release.cluster;", "", {});
+    for (TmaParam &t : tma)
+      ptx("prefetch.tensormap [$0];", "l", {t.desc});
+  }
+  barSync();
+
+  // Trip count of the mainloop: nk = max(0, ceil((ub - lb) / step)).
+  auto ubS = scalar(gemm->loop.getUpperBound());
+  auto lbS = scalar(gemm->loop.getLowerBound());
+  auto stepS = scalar(gemm->loop.getStep());
+  if (failed(ubS) || failed(lbS) || failed(stepS))
+    return failure();
+  lb = *lbS;
+  step = *stepS;
+  Value span = b.create<arith::SubIOp>(loc, *ubS, lb);
+  Value ceil = b.create<arith::DivSIOp>(
+      loc, b.create<arith::AddIOp>(loc, span, b.create<arith::SubIOp>(loc, step, i32(1))), step);
+  nk = b.create<arith::MaxSIOp>(loc, ceil, i32(0));
+
+  // Prologue: thread 0 fills the first min(stages, nk) stages.
+  {
+    auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, isLeader, false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Value n = b.create<arith::MinSIOp>(loc, nk, i32(stages));
+    auto pro = b.create<scf::ForOp>(loc, i32(0), n, i32(1));
+    b.setInsertionPointToStart(pro.getBody());
+    if (failed(issueStage(pro.getInductionVar(), pro.getInductionVar())))
+      return failure();
+  }
+
+  // Mainloop.
+  auto f32 = b.getF32Type();
+  auto accTy = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(BN / 2, f32));
+  Value acc0 = b.create<LLVM::PoisonOp>(loc, accTy);
+  Value zero = b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(0.0f));
+  for (int64_t r = 0; r < BN / 2; ++r)
+    acc0 = b.create<LLVM::InsertValueOp>(loc, acc0, zero, r);
+  auto loop = b.create<scf::ForOp>(loc, i32(0), nk, i32(1), ValueRange{acc0});
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value j = loop.getInductionVar();
+    Value acc = loop.getRegionIterArgs()[0];
+    Value s = b.create<arith::RemUIOp>(loc, j, i32(stages));
+    Value ph = b.create<arith::AndIOp>(loc, b.create<arith::DivUIOp>(loc, j, i32(stages)), i32(1));
+    mbarrierWait(fullBar(s), ph);
+
+    Value aBase = smemAddr(b.create<arith::AddIOp>(
+        loc, b.create<arith::MulIOp>(loc, s, i32(aBytes)),
+        b.create<arith::MulIOp>(loc, wg, i32(64 * BK * eltBytes))));
+    Value bBase = smemAddr(b.create<arith::AddIOp>(
+        loc, i32(stages * aBytes), b.create<arith::MulIOp>(loc, s, i32(bBytes))));
+    auto wgmmaType = elt.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+    b.create<NVVM::WgmmaFenceAlignedOp>(loc);
+    for (int64_t kk = 0; kk < BK / 16; ++kk) {
+      // Rule: a k16 step inside the 128B swizzle atom advances the start address by 32 B.
+      Value da = wgmmaDescriptor(b, loc, b.create<arith::AddIOp>(loc, aBase, i32(kk * 16 * eltBytes)));
+      Value db = wgmmaDescriptor(b, loc, b.create<arith::AddIOp>(loc, bBase, i32(kk * 16 * eltBytes)));
+      acc = b.create<NVVM::WgmmaMmaAsyncOp>(
+          loc, accTy, acc, da, db, NVVM::MMAShapeAttr::get(ctx, 64, BN, 16),
+          NVVM::WGMMATypesAttr::get(ctx, wgmmaType), NVVM::WGMMATypesAttr::get(ctx, wgmmaType),
+          NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
+          NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one),
+          NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+          NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col), NVVM::MMAIntOverflowAttr{});
+    }
+    b.create<NVVM::WgmmaGroupSyncAlignedOp>(loc);
+    b.create<NVVM::WgmmaWaitGroupSyncOp>(loc, 1);
+
+    // Rule 2: tile j-1's wgmma retired in this warpgroup: release its stage,
+    // then thread 0 refills it once every warpgroup released it.
+    Value hasPrev = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ugt, j, i32(0));
+    auto prevIf = b.create<scf::IfOp>(loc, TypeRange{}, hasPrev, false);
+    {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(prevIf.thenBlock());
+      Value jp = b.create<arith::SubIOp>(loc, j, i32(1));
+      Value sp = b.create<arith::RemUIOp>(loc, jp, i32(stages));
+      auto relIf = b.create<scf::IfOp>(loc, TypeRange{}, isWgLeader, false);
+      {
+        OpBuilder::InsertionGuard g3(b);
+        b.setInsertionPointToStart(relIf.thenBlock());
+        ptx("mbarrier.arrive.shared::cta.b64 _, [$0];", "r", {emptyBar(sp)});
+      }
+      Value jn = b.create<arith::AddIOp>(loc, jp, i32(stages));
+      Value refill = b.create<arith::AndIOp>(
+          loc, isLeader, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, jn, nk));
+      auto fillIf = b.create<scf::IfOp>(loc, TypeRange{}, refill, false);
+      OpBuilder::InsertionGuard g3(b);
+      b.setInsertionPointToStart(fillIf.thenBlock());
+      Value php = b.create<arith::AndIOp>(loc, b.create<arith::DivUIOp>(loc, jp, i32(stages)), i32(1));
+      mbarrierWait(emptyBar(sp), php);
+      if (failed(issueStage(jn, sp)))
+        return failure();
+    }
+    b.create<scf::YieldOp>(loc, acc);
+  }
+  b.create<NVVM::WgmmaWaitGroupSyncOp>(loc, 0);
+  Value accFinal = loop.getResult(0);
+
+  // Epilogue on the accumulator layout.
+  accLoopResult = gemm->loop.getResult(gemm->accIndex);
+  Value warp = b.create<arith::DivUIOp>(loc, inWg, i32(32));
+  Value lane = b.create<arith::RemUIOp>(loc, tid, i32(32));
+  Value rowBase = b.create<arith::AddIOp>(
+      loc, b.create<arith::MulIOp>(loc, wg, i32(64)),
+      b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, warp, i32(16)),
+                              b.create<arith::DivUIOp>(loc, lane, i32(4))));
+  Value colBase = b.create<arith::MulIOp>(loc, b.create<arith::RemUIOp>(loc, lane, i32(4)), i32(2));
+  return emitStores([&](StoreOp store) -> LogicalResult {
+    auto ty = cast<RankedTensorType>(store.getValue().getType());
+    if (ty.getRank() != 2 || ty.getDimSize(0) != BM || ty.getDimSize(1) != BN)
+      return store.emitError() << "after the mainloop, stores must be " << BM << "x" << BN
+                               << " tiles (the accumulator's shape)";
+    for (int64_t r = 0; r < BN / 2; ++r) {
+      accRegister = b.create<LLVM::ExtractValueOp>(loc, accFinal, r);
+      Value row = b.create<arith::AddIOp>(loc, rowBase, i32(8 * ((r % 4) / 2)));
+      Value col = b.create<arith::AddIOp>(loc, colBase, i32(8 * (r / 4) + r % 2));
+      if (failed(storeElement(store, {row, col})))
+        return failure();
+    }
+    return success();
+  });
+}
+
+LogicalResult KernelBuilder::build() {
+  loc = fn.getLoc();
+  if (failed(buildSignature()))
+    return failure();
+  tid = b.create<NVVM::ThreadIdXOp>(loc, b.getI32Type());
+  // Dynamic shared memory: one extern base, 1024-aligned (128B swizzle atoms).
+  Value base = b.create<LLVM::AddressOfOp>(loc, LLVM::LLVMPointerType::get(ctx, 3), kSmemSymbol);
+  smemBase32 = b.create<LLVM::PtrToIntOp>(loc, b.getI32Type(), base);
+  // Scalars of the prologue first, so that they dominate everything after.
+  for (Operation &op : fn.getBody().front())
+    if (op.getNumResults() == 1 && !isa<ShapedType>(op.getResult(0).getType()) &&
+        op.getNumRegions() == 0 && failed(scalar(op.getResult(0))))
+      return failure();
+  LogicalResult r = gemm ? buildGemm() : buildElementwise();
+  if (failed(r))
+    return failure();
+  b.create<LLVM::ReturnOp>(loc, ValueRange{});
+  kernel->setAttr("tessel.threads", b.getI32IntegerAttr(threads));
+  kernel->setAttr("tessel.shared_bytes", b.getI32IntegerAttr(smemBytes));
+  if (sched)
+    kernel->setAttr("tessel.schedule", sched);
+  return success();
+}
+
+struct LowerToNVVM : mlir::tessel::impl::TesselLowerToNVVMBase<LowerToNVVM> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> kernels;
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (fn->hasAttr(TesselDialect::getKernelAttrName()))
+        kernels.push_back(fn);
+    if (kernels.empty())
+      return;
+    OpBuilder b(module.getBodyRegion());
+    if (!module.lookupSymbol(kSmemSymbol))
+      b.create<LLVM::GlobalOp>(module.getLoc(), LLVM::LLVMArrayType::get(b.getI8Type(), 0),
+                               /*isConstant=*/false, LLVM::Linkage::External, kSmemSymbol,
+                               Attribute{}, /*alignment=*/1024, /*addrSpace=*/3);
+    for (func::FuncOp fn : kernels) {
+      auto match = matchGemm(fn);
+      if (failed(match))
+        return signalPassFailure();
+      auto sched = fn->getAttrOfType<ScheduleAttr>(TesselDialect::getScheduleAttrName());
+      if (*match && !sched) {
+        fn.emitError("GEMM kernel has no schedule: run tessel-select-schedule first");
+        return signalPassFailure();
+      }
+      KernelBuilder kb(fn, *match, sched);
+      if (failed(kb.build()))
+        return signalPassFailure();
+      fn.erase();
+    }
+  }
+};
+
+} // namespace

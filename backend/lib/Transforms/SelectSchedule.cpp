@@ -1,0 +1,101 @@
+//===- SelectSchedule.cpp - attach a #tessel.schedule to GEMM kernels -----===//
+//
+// Before:
+//   func.func @gemm(%A: !tessel.ref<2 x bf16>, ...) attributes {tessel.kernel} {
+//     ... scf.for ... tessel.dot %a, %bt, %acc : tensor<128x64xbf16>, tensor<64x256xbf16> ...
+//   }
+// After:
+//   func.func @gemm(...) attributes {tessel.kernel, tessel.schedule =
+//     #tessel.schedule<kind = tma, tile = [128, 256, 64], stages = 4, warpgroups = 2,
+//                      swizzle = 128>}
+//
+// The rules checked here are those of the `tma` schedule's building blocks:
+//   1. A is BM x BK and K-contiguous, B is loaded BN x BK (K-contiguous) and
+//      transposed for the dot: both are "K-major" wgmma operands.
+//   2. BK * sizeof(T) == 128: one 128B swizzle atom per row (other swizzle
+//      modes and MN-major operands come with the multistage/layout work).
+//   3. BM is a multiple of 64 (one m64 wgmma row block per warpgroup, at most
+//      4 warpgroups); BN is a multiple of 8 and at most 256 (wgmma N).
+//   4. The ring fits in 227 KiB of shared memory.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessel/Transforms/GemmMatch.h"
+#include "tessel/Transforms/Passes.h"
+
+namespace mlir::tessel {
+#define GEN_PASS_DEF_TESSELSELECTSCHEDULE
+#include "tessel/Transforms/Passes.h.inc"
+} // namespace mlir::tessel
+
+using namespace mlir;
+using namespace mlir::tessel;
+
+namespace {
+
+/// Hopper: 227 KiB of dynamic shared memory per CTA; keep 1 KiB for barriers.
+constexpr int64_t kSharedBytes = 227 * 1024 - 1024;
+constexpr int64_t kMaxStages = 4;
+
+struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSchedule> {
+  using Base::Base;
+
+  LogicalResult select(func::FuncOp fn) {
+    auto match = matchGemm(fn);
+    if (failed(match))
+      return failure();
+    if (!*match)
+      return success(); // no dot: an elementwise kernel, no schedule needed
+    GemmMatch &m = **match;
+
+    ScheduleKind kind = ScheduleKind::tma;
+    if (scheduleName != "auto") {
+      auto k = symbolizeScheduleKind(scheduleName);
+      if (!k)
+        return fn.emitError() << "unknown schedule '" << scheduleName
+                              << "' (expected tma, multistage, warp_specialized, "
+                                 "cooperative, pingpong or auto)";
+      kind = *k;
+    }
+    if (kind != ScheduleKind::tma)
+      return m.dot.emitError() << "schedule '" << stringifyScheduleKind(kind)
+                               << "' is not implemented yet; use 'tma'";
+
+    Type elt = cast<RankedTensorType>(m.dot.getA().getType()).getElementType();
+    int64_t eltBytes = elt.getIntOrFloatBitWidth() / 8;
+    if (m.a.transposed || !m.b.transposed)
+      return m.dot.emitError()
+             << "schedule 'tma' needs K-contiguous operands: dot(A.load({m, k}, BM, BK), "
+                "B.load({n, k}, BN, BK).T())";
+    if (m.a.load.getRef().getType().getRank() != 2 || m.b.load.getRef().getType().getRank() != 2)
+      return m.dot.emitError("schedule 'tma' loads operands from 2-d tensors");
+    if (m.tileK * eltBytes != 128)
+      return m.dot.emitError() << "schedule 'tma' needs BK * sizeof(element) == 128 bytes "
+                                  "(BK = "
+                               << 128 / eltBytes << " for " << elt << "), got BK = " << m.tileK;
+    if (m.tileM % 64 != 0 || m.tileM > 256)
+      return m.dot.emitError() << "BM must be 64, 128, 192 or 256, got " << m.tileM;
+    if (m.tileN % 8 != 0 || m.tileN > 256 || m.tileN < 8)
+      return m.dot.emitError() << "BN must be a multiple of 8 in [8, 256], got " << m.tileN;
+
+    int64_t stageBytes = (m.tileM + m.tileN) * m.tileK * eltBytes;
+    int64_t fit = std::min(kMaxStages, kSharedBytes / stageBytes);
+    int64_t s = stages ? stages : fit;
+    if (s < 1 || s * stageBytes > kSharedBytes)
+      return m.dot.emitError() << s << " stages of " << stageBytes
+                               << " bytes do not fit in shared memory (at most " << fit << ")";
+    // One m64 row block per warpgroup.
+    auto attr = ScheduleAttr::get(fn.getContext(), kind, {m.tileM, m.tileN, m.tileK}, s,
+                                  m.tileM / 64, /*swizzle=*/128);
+    fn->setAttr(TesselDialect::getScheduleAttrName(), attr);
+    return success();
+  }
+
+  void runOnOperation() override {
+    for (auto fn : getOperation().getOps<func::FuncOp>())
+      if (fn->hasAttr(TesselDialect::getKernelAttrName()) && failed(select(fn)))
+        return signalPassFailure();
+  }
+};
+
+} // namespace
