@@ -265,3 +265,44 @@ inline double tflops(double flops, double ms) { return ms > 0 ? flops / (ms * 1e
 std::string fmt(double v, int precision = 1);
 
 }  // namespace tessel_bench
+
+// ---- tessel vs cuBLASLt on one problem ----------------------------------------------------------
+
+namespace tessel_bench {
+
+/// Picks the fastest of `g`'s heuristic algorithms (short interleaved timing) when it has more
+/// than one; returns the selected index.
+int select_fastest_algo(lt_gemm& g, const gemm_problem& p, cudaStream_t stream, const nvml_probe* nvml = nullptr);
+
+struct compare_config {
+  timing_config timing;
+  bool check = true;
+  double tol = 1e-2;   ///< relative Frobenius error bound for bf16
+  bool time = true;
+};
+
+struct compare_report {
+  bool checked = false;
+  compare_stats candidate_check;  ///< candidate vs the f32 reference (set 0)
+  compare_stats cublas_check;     ///< cuBLASLt bf16 output vs the same reference (sanity)
+  bool check_ok = true;
+  bool timed = false;
+  timing candidate, cublas;
+  double candidate_tflops = 0, cublas_tflops = 0, ratio = 0;  ///< ratio = candidate / cuBLAS
+};
+
+/// Verifies `candidate` (launch i computes set i of `p`: C(i) = A(i) B(i)^T [+bias(i), relu]) once
+/// against the f32 cuBLASLt reference, with C poisoned beforehand, then times it interleaved
+/// with `cublas` (bf16 out, same epilogue) on the rotated sets.
+compare_report compare_with_cublas(const launch_fn& candidate, gemm_problem& p, const lt_gemm& cublas, lt_context& lt,
+                                   const compare_config& cfg, cudaStream_t stream, const nvml_probe* nvml = nullptr);
+
+}  // namespace tessel_bench
+
+namespace tessel_bench {
+/// "NVIDIA H200 (sm_90, 132 SMs, 60 MB L2, max SM clock 1980 MHz)".
+std::string describe(const device_info& d);
+/// The check/timing lines of a compare_report, as the examples print them.
+std::string format_report(const compare_report& r, const char* candidate, const compare_config& cfg,
+                          const nvml_probe* nvml, const device_info& dev);
+}  // namespace tessel_bench

@@ -1,0 +1,166 @@
+// gemm_test.cpp - numerics of the tessel GEMM kernels (examples/02_gemm, examples/03_gemm_bias_relu)
+// on the GPU: schedule tma, tiles 128x128 and 128x256, stages 2..4, shapes from one tile to 8192^3,
+// non-multiples of the tile, K of one tile and K of many ring wraps.
+//
+// Each case: random bf16 inputs in [-1, 1) (never zero), C poisoned with NaN, one launch, compared
+// with the cuBLASLt f32 reference by relative Frobenius norm (< 1e-2, no NaN/Inf anywhere), sampled
+// elements compared with a CPU reference in double, then poisoned and run again: the second result
+// must be bitwise identical to the first.
+#include <gtest/gtest.h>
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+
+#include "bench_util.h"
+#include "gpu_test_util.hpp"
+#include "tessel_gemm.hpp"
+
+namespace ts = tessel;
+namespace tb = tessel_bench;
+using tessel_gpu_test::cublas;
+using tessel_gpu_test::device;
+
+namespace {
+
+/// One compiled kernel per (variant, tile, schedule, stages), shared by the tests of a process.
+/// A compile failure is remembered and reported by every test that needs the kernel.
+struct cached_kernel {
+  std::unique_ptr<ts::kernel> kernel;
+  std::string error;
+};
+
+cached_kernel& get_kernel(tb::gemm_variant v, const tb::tile_shape& tile, ts::schedule s, int stages) {
+  static std::map<std::string, cached_kernel> cache;
+  std::string key = std::string(v == tb::gemm_variant::plain ? "gemm" : "gemm_bias_relu") + "/" + tile.str() + "/" +
+                    tb::schedule_name(s) + "/" + std::to_string(stages);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  cached_kernel ck;
+  try {
+    ts::options o;
+    o.schedule = s;
+    o.stages = stages;
+    ck.kernel = std::make_unique<ts::kernel>(tb::jit_gemm(v, tile, o));
+  } catch (const std::exception& e) {
+    ck.error = key + ": " + e.what();
+  }
+  return cache.emplace(key, std::move(ck)).first->second;
+}
+
+void launch(ts::kernel& k, tb::gemm_variant v, const tb::tile_shape& tile, const tb::gemm_problem& p,
+            cudaStream_t stream) {
+  if (v == tb::gemm_variant::plain)
+    tb::launch_gemm(k, tile, stream, p.A(0), p.B(0), p.C(0), p.M, p.N, p.K);
+  else
+    tb::launch_gemm_bias_relu(k, tile, stream, p.A(0), p.B(0), p.bias(0), p.C(0), p.M, p.N, p.K);
+}
+
+std::uint64_t case_seed(const tb::gemm_shape& s, const tb::tile_shape& t, int stages) {
+  return std::uint64_t(s.m * 1000003 + s.n * 7919 + s.k * 31 + t.bn + stages);
+}
+
+void check_gemm(tb::gemm_variant v, const tb::tile_shape& tile, int stages, const tb::gemm_shape& shape) {
+  cached_kernel& ck = get_kernel(v, tile, ts::schedule::tma, stages);
+  ASSERT_TRUE(ck.kernel) << "tessel could not build the kernel: " << ck.error;
+
+  cudaStream_t stream = nullptr;  // legacy default stream: tessel and cuBLAS share it
+  // One buffer set (max_total_bytes 0): rotation is for timing only.
+  tb::gemm_problem p(shape.m, shape.n, shape.k, v == tb::gemm_variant::bias_relu, device(),
+                     case_seed(shape, tile, stages), 1, 0, stream);
+  const float* ref = p.reference(cublas(), stream);
+  const std::size_t n = std::size_t(p.M) * std::size_t(p.N);
+
+  // Run 1.
+  p.poison(0, stream);
+  ASSERT_NO_THROW(launch(*ck.kernel, v, tile, p, stream));
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
+  tb::compare_stats st = p.check_set0(cublas(), stream);
+  EXPECT_EQ(st.nonfinite, 0u) << "elements left NaN (never written?) or Inf: " << st.str();
+  EXPECT_LT(st.rel_err, 1e-2) << st.str();
+  EXPECT_GT(st.ref_norm, 0.0);
+
+  // Sampled elements against the CPU (double): tile corners and edges plus random positions.
+  int bad = 0;
+  for (const auto& s : tessel_gpu_test::cpu_samples(p, ref, tile.bm, tile.bn)) {
+    double tol = tessel_gpu_test::sample_tol(s.want, p.K);
+    if (!(std::abs(s.got - s.want) <= tol) && bad++ < 8)
+      ADD_FAILURE() << "C[" << s.m << "][" << s.n << "] = " << s.got << ", CPU reference " << s.want
+                    << " (cuBLASLt f32 " << s.ref_f32 << ", tol " << tol << ")";
+    // The reference itself must agree with the CPU (guards the cuBLASLt layout convention).
+    EXPECT_NEAR(s.ref_f32, s.want, 1e-3 * std::abs(s.want) + 1e-4 * std::sqrt(double(p.K)))
+        << "cuBLASLt reference disagrees with the CPU at [" << s.m << "][" << s.n << "]";
+  }
+  EXPECT_EQ(bad, 0) << bad << " sampled elements differ from the CPU reference";
+
+  // Run 2: bitwise identical.
+  tb::device_buffer first(n * 2);
+  ASSERT_EQ(cudaMemcpy(first.get(), p.C(0), n * 2, cudaMemcpyDeviceToDevice), cudaSuccess);
+  p.poison(0, stream);
+  ASSERT_NO_THROW(launch(*ck.kernel, v, tile, p, stream));
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
+  EXPECT_EQ(tb::count_mismatched_u16(first.get(), p.C(0), n, stream), 0u)
+      << "two runs on the same inputs differ (a race?)";
+}
+
+std::string tile_name(const tb::tile_shape& t) { return "t" + t.str(); }
+
+using gemm_param = std::tuple<tb::tile_shape, int, tb::gemm_shape>;
+
+std::string param_name(const ::testing::TestParamInfo<gemm_param>& info) {
+  const auto& [tile, stages, shape] = info.param;
+  return tile_name(tile) + "_s" + std::to_string(stages) + "_" + shape.str();
+}
+
+const std::vector<tb::tile_shape> kTiles = {{128, 128, 64}, {128, 256, 64}};
+
+}  // namespace
+
+class TmaGemm : public ::testing::TestWithParam<gemm_param> {};
+
+TEST_P(TmaGemm, MatchesReference) {
+  TESSEL_REQUIRE_GPU();
+  const auto& [tile, stages, shape] = GetParam();
+  check_gemm(tb::gemm_variant::plain, tile, stages, shape);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, TmaGemm,
+    ::testing::Combine(::testing::ValuesIn(kTiles), ::testing::Values(2, 3, 4),
+                       ::testing::Values(tb::gemm_shape{128, 128, 64},      // one tile, one k-step
+                                         tb::gemm_shape{1024, 1024, 64},    // K of one tile
+                                         tb::gemm_shape{256, 256, 8192},    // K of many ring wraps
+                                         tb::gemm_shape{200, 300, 72},      // nothing a multiple of the tile
+                                         tb::gemm_shape{7, 9, 8},           // smaller than one tile
+                                         tb::gemm_shape{129, 257, 136},     // one past the tile
+                                         tb::gemm_shape{64, 4096, 4096},    // M below the tile
+                                         tb::gemm_shape{3000, 5000, 2000},
+                                         tb::gemm_shape{4000, 4000, 4000},
+                                         tb::gemm_shape{8192, 8192, 8192})),
+    param_name);
+
+class TmaGemmBiasRelu : public ::testing::TestWithParam<gemm_param> {};
+
+TEST_P(TmaGemmBiasRelu, MatchesReference) {
+  TESSEL_REQUIRE_GPU();
+  const auto& [tile, stages, shape] = GetParam();
+  check_gemm(tb::gemm_variant::bias_relu, tile, stages, shape);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, TmaGemmBiasRelu,
+                         ::testing::Combine(::testing::ValuesIn(kTiles), ::testing::Values(2, 4),
+                                            ::testing::Values(tb::gemm_shape{128, 128, 64},
+                                                              tb::gemm_shape{200, 300, 72},
+                                                              tb::gemm_shape{3000, 5000, 2000},
+                                                              tb::gemm_shape{4000, 4000, 4000})),
+                         param_name);
+
+TEST(GpuAvailable, AgreesWithCudaRuntime) {
+  TESSEL_REQUIRE_GPU();
+  std::string why;
+  EXPECT_TRUE(ts::gpu_available(&why)) << "the CUDA runtime sees a GPU but tessel does not: " << why;
+}

@@ -1,0 +1,732 @@
+// bench_util.cu - see bench_util.h.
+#include "bench_util.h"
+
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+#include <thread>
+
+namespace tessel_bench {
+
+// ---- errors ---------------------------------------------------------------------------------
+
+void check_cuda(cudaError_t e, const char* what, const char* file, int line) {
+  if (e == cudaSuccess) return;
+  std::ostringstream os;
+  os << what << ": " << cudaGetErrorName(e) << ": " << cudaGetErrorString(e) << " (" << file << ":" << line << ")";
+  throw cuda_error(os.str());
+}
+
+namespace {
+void check_lt(cublasStatus_t s, const char* what, const char* file, int line) {
+  if (s == CUBLAS_STATUS_SUCCESS) return;
+  std::ostringstream os;
+  os << what << ": cuBLAS status " << int(s) << " (" << file << ":" << line << ")";
+  throw cuda_error(os.str());
+}
+#define TB_LT(call) check_lt((call), #call, __FILE__, __LINE__)
+
+constexpr int kThreads = 256;
+
+unsigned blocks_for(std::size_t n, unsigned cap = 132u * 16u) {
+  std::size_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>(b, cap)));
+}
+}  // namespace
+
+// ---- device -----------------------------------------------------------------------------------
+
+device_info query_device(int ordinal) {
+  device_info d;
+  d.ordinal = ordinal;
+  cudaDeviceProp p{};
+  TB_CUDA(cudaGetDeviceProperties(&p, ordinal));
+  d.name = p.name;
+  d.cc_major = p.major;
+  d.cc_minor = p.minor;
+  d.sms = p.multiProcessorCount;
+  d.l2_bytes = static_cast<std::size_t>(p.l2CacheSize);
+  d.global_mem_bytes = p.totalGlobalMem;
+  int khz = 0;
+  if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, ordinal) == cudaSuccess) d.max_sm_clock_mhz = khz / 1000;
+  (void)cudaGetLastError();
+  char bus[64] = {};
+  if (cudaDeviceGetPCIBusId(bus, sizeof bus, ordinal) == cudaSuccess) d.pci_bus_id = bus;
+  (void)cudaGetLastError();
+  return d;
+}
+
+nvml_probe::nvml_probe(const device_info& dev) {
+  lib_ = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib_) {
+    const char* e = dlerror();
+    why_ = std::string("cannot load libnvidia-ml.so.1: ") + (e ? e : "?");
+    return;
+  }
+  auto sym = [&](const char* n) { return dlsym(lib_, n); };
+  auto init = reinterpret_cast<int (*)()>(sym("nvmlInit_v2"));
+  auto by_bus = reinterpret_cast<int (*)(const char*, void**)>(sym("nvmlDeviceGetHandleByPciBusId_v2"));
+  auto by_index = reinterpret_cast<int (*)(unsigned, void**)>(sym("nvmlDeviceGetHandleByIndex_v2"));
+  clock_ = reinterpret_cast<int (*)(void*, int, unsigned*)>(sym("nvmlDeviceGetClockInfo"));
+  power_ = reinterpret_cast<int (*)(void*, unsigned*)>(sym("nvmlDeviceGetPowerUsage"));
+  temp_ = reinterpret_cast<int (*)(void*, int, unsigned*)>(sym("nvmlDeviceGetTemperature"));
+  if (!init || !clock_ || (!by_bus && !by_index)) {
+    why_ = "libnvidia-ml.so.1 lacks the expected symbols";
+    return;
+  }
+  if (int rc = init(); rc != 0) {
+    why_ = "nvmlInit failed (" + std::to_string(rc) + ")";
+    return;
+  }
+  void* h = nullptr;
+  if (by_bus && !dev.pci_bus_id.empty() && by_bus(dev.pci_bus_id.c_str(), &h) == 0) {
+    dev_ = h;
+  } else if (by_index && by_index(static_cast<unsigned>(dev.ordinal), &h) == 0) {
+    dev_ = h;  // fallback; may be another GPU under CUDA_VISIBLE_DEVICES
+  } else {
+    why_ = "NVML does not know device " + dev.pci_bus_id;
+  }
+}
+
+nvml_probe::~nvml_probe() {
+  if (lib_) {
+    if (auto shut = reinterpret_cast<int (*)()>(dlsym(lib_, "nvmlShutdown")); shut && dev_) shut();
+    dlclose(lib_);
+  }
+}
+
+unsigned nvml_probe::sm_clock_mhz() const {
+  unsigned v = 0;
+  if (dev_ && clock_(dev_, /*NVML_CLOCK_SM*/ 1, &v) == 0) return v;
+  return 0;
+}
+unsigned nvml_probe::power_mw() const {
+  unsigned v = 0;
+  if (dev_ && power_ && power_(dev_, &v) == 0) return v;
+  return 0;
+}
+unsigned nvml_probe::temperature_c() const {
+  unsigned v = 0;
+  if (dev_ && temp_ && temp_(dev_, /*NVML_TEMPERATURE_GPU*/ 0, &v) == 0) return v;
+  return 0;
+}
+
+// ---- memory -----------------------------------------------------------------------------------
+
+device_buffer::device_buffer(std::size_t bytes) : bytes_(bytes) {
+  if (bytes) TB_CUDA(cudaMalloc(&p_, bytes));
+}
+device_buffer::~device_buffer() {
+  if (p_) cudaFree(p_);
+}
+device_buffer::device_buffer(device_buffer&& o) noexcept : p_(o.p_), bytes_(o.bytes_) {
+  o.p_ = nullptr;
+  o.bytes_ = 0;
+}
+device_buffer& device_buffer::operator=(device_buffer&& o) noexcept {
+  if (this != &o) {
+    if (p_) cudaFree(p_);
+    p_ = o.p_;
+    bytes_ = o.bytes_;
+    o.p_ = nullptr;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+// ---- bf16 on the host -----------------------------------------------------------------------------
+
+float bf16_to_float(std::uint16_t h) {
+  std::uint32_t u = std::uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+std::uint16_t float_to_bf16(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu)) return std::uint16_t((u >> 16) | 0x40);  // quiet NaN
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return std::uint16_t(u >> 16);
+}
+
+// ---- kernels ---------------------------------------------------------------------------------
+
+namespace {
+
+__device__ __forceinline__ std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// u in (0, 1) with 24 random bits: (k + 0.5) / 2^24. Then lo + (hi - lo) u; for (-1, 1) the result is
+// an odd multiple of 2^-24, never zero, exactly representable in f32 and nonzero in bf16.
+__device__ __forceinline__ float uniform_at(std::uint64_t seed, std::size_t i, float lo, float hi) {
+  std::uint64_t h = splitmix64(seed * 0xd1b54a32d192ed03ull ^ splitmix64(i));
+  float u = (float(h >> 40) + 0.5f) * (1.0f / 16777216.0f);
+  return lo + (hi - lo) * u;
+}
+
+__global__ void fill_bf16_kernel(__nv_bfloat16* p, std::size_t n, std::uint64_t seed, float lo, float hi) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+    p[i] = __float2bfloat16_rn(uniform_at(seed, i, lo, hi));
+}
+
+__global__ void fill_f32_kernel(float* p, std::size_t n, std::uint64_t seed, float lo, float hi) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+    p[i] = uniform_at(seed, i, lo, hi);
+}
+
+struct compare_acc {
+  double sq_diff;
+  double sq_ref;
+  unsigned long long max_abs_bits;  // non-negative double, ordered as an integer
+  unsigned long long nonfinite;
+  unsigned long long first_nonfinite;
+};
+
+__global__ void compare_kernel(const __nv_bfloat16* t, const float* r, std::size_t n, compare_acc* out) {
+  double sd = 0, sr = 0, mx = 0;
+  unsigned long long nf = 0, first = ~0ull;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    double tv = double(__bfloat162float(t[i]));
+    double rv = double(r[i]);
+    sr += rv * rv;
+    if (!isfinite(tv)) {
+      ++nf;
+      first = min(first, (unsigned long long)i);
+      continue;
+    }
+    double d = tv - rv;
+    sd += d * d;
+    mx = fmax(mx, fabs(d));
+  }
+  __shared__ double s_sd[kThreads], s_sr[kThreads], s_mx[kThreads];
+  __shared__ unsigned long long s_nf[kThreads], s_first[kThreads];
+  s_sd[threadIdx.x] = sd;
+  s_sr[threadIdx.x] = sr;
+  s_mx[threadIdx.x] = mx;
+  s_nf[threadIdx.x] = nf;
+  s_first[threadIdx.x] = first;
+  __syncthreads();
+  for (int s = kThreads / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) {
+      s_sd[threadIdx.x] += s_sd[threadIdx.x + s];
+      s_sr[threadIdx.x] += s_sr[threadIdx.x + s];
+      s_mx[threadIdx.x] = fmax(s_mx[threadIdx.x], s_mx[threadIdx.x + s]);
+      s_nf[threadIdx.x] += s_nf[threadIdx.x + s];
+      s_first[threadIdx.x] = min(s_first[threadIdx.x], s_first[threadIdx.x + s]);
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    atomicAdd(&out->sq_diff, s_sd[0]);
+    atomicAdd(&out->sq_ref, s_sr[0]);
+    atomicMax(&out->max_abs_bits, (unsigned long long)__double_as_longlong(s_mx[0]));
+    atomicAdd(&out->nonfinite, s_nf[0]);
+    atomicMin(&out->first_nonfinite, s_first[0]);
+  }
+}
+
+__global__ void mismatch_kernel(const std::uint16_t* a, const std::uint16_t* b, std::size_t n, unsigned long long* out) {
+  unsigned long long c = 0;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+    c += a[i] != b[i];
+  __shared__ unsigned long long s[kThreads];
+  s[threadIdx.x] = c;
+  __syncthreads();
+  for (int k = kThreads / 2; k > 0; k >>= 1) {
+    if (threadIdx.x < k) s[threadIdx.x] += s[threadIdx.x + k];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0 && s[0]) atomicAdd(out, s[0]);
+}
+
+__global__ void bias_relu_kernel(float* ref, const __nv_bfloat16* bias, std::int64_t M, std::int64_t N) {
+  std::size_t n_all = std::size_t(M) * std::size_t(N);
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n_all; i += std::size_t(gridDim.x) * blockDim.x)
+    ref[i] = fmaxf(ref[i] + __bfloat162float(bias[i % std::size_t(N)]), 0.f);
+}
+
+__global__ void spin_kernel(unsigned long long ns) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
+
+}  // namespace
+
+// ---- fill, poison, compare ---------------------------------------------------------------------
+
+void fill_uniform_bf16(void* p, std::size_t n, std::uint64_t seed, float lo, float hi, cudaStream_t stream) {
+  if (!n) return;
+  fill_bf16_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(p), n, seed, lo, hi);
+  TB_CUDA_LAUNCHED("fill_uniform_bf16");
+}
+
+void fill_uniform_f32(float* p, std::size_t n, std::uint64_t seed, float lo, float hi, cudaStream_t stream) {
+  if (!n) return;
+  fill_f32_kernel<<<blocks_for(n), kThreads, 0, stream>>>(p, n, seed, lo, hi);
+  TB_CUDA_LAUNCHED("fill_uniform_f32");
+}
+
+void poison_nan(void* p, std::size_t bytes, cudaStream_t stream) {
+  TB_CUDA(cudaMemsetAsync(p, 0xFF, bytes, stream));
+}
+
+std::string compare_stats::str() const {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "rel_err=%.3e max_abs_err=%.3e nonfinite=%llu/%llu", rel_err, max_abs_err,
+                (unsigned long long)nonfinite, (unsigned long long)count);
+  std::string s = buf;
+  if (first_nonfinite >= 0) s += " (first at index " + std::to_string(first_nonfinite) + ")";
+  if (ref_norm == 0) s += " (reference is all zero!)";
+  return s;
+}
+
+compare_stats compare_bf16_f32(const void* test_bf16, const float* ref, std::size_t n, cudaStream_t stream) {
+  compare_stats st;
+  st.count = n;
+  if (!n) return st;
+  device_buffer acc_buf(sizeof(compare_acc));
+  compare_acc init{0, 0, 0, 0, ~0ull};
+  TB_CUDA(cudaMemcpyAsync(acc_buf.get(), &init, sizeof init, cudaMemcpyHostToDevice, stream));
+  compare_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const __nv_bfloat16*>(test_bf16), ref, n,
+                                                          acc_buf.as<compare_acc>());
+  TB_CUDA_LAUNCHED("compare_bf16_f32");
+  compare_acc h{};
+  TB_CUDA(cudaMemcpyAsync(&h, acc_buf.get(), sizeof h, cudaMemcpyDeviceToHost, stream));
+  TB_CUDA(cudaStreamSynchronize(stream));
+  double mx;
+  std::memcpy(&mx, &h.max_abs_bits, sizeof mx);
+  st.ref_norm = std::sqrt(h.sq_ref);
+  st.rel_err = st.ref_norm > 0 ? std::sqrt(h.sq_diff) / st.ref_norm : INFINITY;
+  st.max_abs_err = mx;
+  st.nonfinite = h.nonfinite;
+  st.first_nonfinite = h.nonfinite ? std::int64_t(h.first_nonfinite) : -1;
+  return st;
+}
+
+std::uint64_t count_mismatched_u16(const void* a, const void* b, std::size_t n_u16, cudaStream_t stream) {
+  if (!n_u16) return 0;
+  device_buffer cnt(sizeof(unsigned long long));
+  TB_CUDA(cudaMemsetAsync(cnt.get(), 0, cnt.bytes(), stream));
+  mismatch_kernel<<<blocks_for(n_u16), kThreads, 0, stream>>>(static_cast<const std::uint16_t*>(a),
+                                                               static_cast<const std::uint16_t*>(b), n_u16,
+                                                               cnt.as<unsigned long long>());
+  TB_CUDA_LAUNCHED("count_mismatched_u16");
+  unsigned long long h = 0;
+  TB_CUDA(cudaMemcpyAsync(&h, cnt.get(), sizeof h, cudaMemcpyDeviceToHost, stream));
+  TB_CUDA(cudaStreamSynchronize(stream));
+  return h;
+}
+
+void bias_relu_f32_inplace(float* ref, const void* bias_bf16, std::int64_t M, std::int64_t N, cudaStream_t stream) {
+  std::size_t n = std::size_t(M) * std::size_t(N);
+  if (!n) return;
+  bias_relu_kernel<<<blocks_for(n), kThreads, 0, stream>>>(ref, static_cast<const __nv_bfloat16*>(bias_bf16), M, N);
+  TB_CUDA_LAUNCHED("bias_relu_f32_inplace");
+}
+
+std::vector<std::uint16_t> to_host_bf16(const void* p, std::size_t n) {
+  std::vector<std::uint16_t> h(n);
+  TB_CUDA(cudaDeviceSynchronize());
+  TB_CUDA(cudaMemcpy(h.data(), p, n * 2, cudaMemcpyDeviceToHost));
+  return h;
+}
+
+void gpu_spin(double us, cudaStream_t stream) {
+  if (us <= 0) return;
+  spin_kernel<<<1, 1, 0, stream>>>(static_cast<unsigned long long>(us * 1e3));
+  TB_CUDA_LAUNCHED("gpu_spin");
+}
+
+// ---- cuBLASLt ------------------------------------------------------------------------------------
+
+lt_context::lt_context(std::size_t workspace_bytes) : ws_(workspace_bytes) {
+  cublasLtHandle_t h = nullptr;
+  TB_LT(cublasLtCreate(&h));
+  handle_ = h;
+}
+
+lt_context::~lt_context() {
+  if (handle_) cublasLtDestroy(static_cast<cublasLtHandle_t>(handle_));
+}
+
+lt_gemm::lt_gemm(lt_context& ctx, std::int64_t M, std::int64_t N, std::int64_t K, out_type out, epilogue ep,
+                 const void* bias, int max_algos)
+    : ctx_(ctx) {
+  if (M <= 0 || N <= 0 || K <= 0) throw std::invalid_argument("lt_gemm: empty problem");
+  if (ep == epilogue::bias_relu && !bias) throw std::invalid_argument("lt_gemm: bias_relu needs a bias pointer");
+  cublasLtMatmulDesc_t op = nullptr;
+  TB_LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  op_ = op;
+  cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+  TB_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+  TB_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  if (ep == epilogue::bias_relu) {
+    cublasLtEpilogue_t e = CUBLASLT_EPILOGUE_RELU_BIAS;
+    TB_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e));
+    TB_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    cudaDataType_t bt = CUDA_R_16BF;
+    TB_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
+  }
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
+  // cuBLASLt A := our B buffer, K x N column-major (ld K), op T.
+  TB_LT(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, std::uint64_t(K), std::uint64_t(N), K));
+  a_ = la;
+  // cuBLASLt B := our A buffer, K x M column-major (ld K), op N.
+  TB_LT(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, std::uint64_t(K), std::uint64_t(M), K));
+  b_ = lb;
+  // D := our C buffer, N x M column-major (ld N).
+  TB_LT(cublasLtMatrixLayoutCreate(&ld, out == out_type::bf16 ? CUDA_R_16BF : CUDA_R_32F, std::uint64_t(N),
+                                   std::uint64_t(M), N));
+  d_ = ld;
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  TB_LT(cublasLtMatmulPreferenceCreate(&pref));
+  std::size_t ws = ctx_.workspace_bytes();
+  TB_LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  max_algos = std::max(1, max_algos);
+  std::vector<cublasLtMatmulHeuristicResult_t> res(static_cast<std::size_t>(max_algos));
+  int found = 0;
+  cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(ctx_.handle()), op, la, lb, ld, ld,
+                                                    pref, max_algos, res.data(), &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  check_lt(s, "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__);
+  for (int i = 0; i < found; ++i) {
+    if (res[i].state != CUBLAS_STATUS_SUCCESS) continue;
+    std::vector<unsigned char> blob(sizeof(cublasLtMatmulAlgo_t));
+    std::memcpy(blob.data(), &res[i].algo, sizeof(cublasLtMatmulAlgo_t));
+    algos_.push_back(std::move(blob));
+    algo_ws_.push_back(res[i].workspaceSize);
+  }
+  if (algos_.empty()) throw cuda_error("cuBLASLt heuristic found no algorithm for this GEMM");
+}
+
+lt_gemm::~lt_gemm() {
+  if (d_) cublasLtMatrixLayoutDestroy(static_cast<cublasLtMatrixLayout_t>(d_));
+  if (b_) cublasLtMatrixLayoutDestroy(static_cast<cublasLtMatrixLayout_t>(b_));
+  if (a_) cublasLtMatrixLayoutDestroy(static_cast<cublasLtMatrixLayout_t>(a_));
+  if (op_) cublasLtMatmulDescDestroy(static_cast<cublasLtMatmulDesc_t>(op_));
+}
+
+void lt_gemm::select_algo(int i) {
+  if (i < 0 || i >= num_algos()) throw std::out_of_range("lt_gemm::select_algo");
+  selected_ = i;
+}
+
+void lt_gemm::run(const void* A, const void* B, void* C, cudaStream_t stream) const {
+  const float alpha = 1.f, beta = 0.f;
+  cublasLtMatmulAlgo_t algo;
+  std::memcpy(&algo, algos_[selected_].data(), sizeof algo);
+  TB_LT(cublasLtMatmul(static_cast<cublasLtHandle_t>(ctx_.handle()), static_cast<cublasLtMatmulDesc_t>(op_), &alpha,
+                       B, static_cast<cublasLtMatrixLayout_t>(a_),   // cuBLASLt A = our B (op T)
+                       A, static_cast<cublasLtMatrixLayout_t>(b_),   // cuBLASLt B = our A (op N)
+                       &beta, C, static_cast<cublasLtMatrixLayout_t>(d_), C, static_cast<cublasLtMatrixLayout_t>(d_),
+                       &algo, ctx_.workspace(), ctx_.workspace_bytes(), stream));
+}
+
+std::string lt_gemm::algo_description() const {
+  cublasLtMatmulAlgo_t algo;
+  std::memcpy(&algo, algos_[selected_].data(), sizeof algo);
+  std::int32_t id = -1, splitk = 1;
+  std::uint32_t tile = 0, stages = 0;
+  std::uint16_t cluster = 0;
+  std::size_t w = 0;
+  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &w);
+  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &w);
+  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &w);
+  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk, &w);
+  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof cluster, &w);
+  std::ostringstream os;
+  os << "heuristic#" << selected_ << " algo=" << id << " tile_id=" << tile << " stages_id=" << stages
+     << " splitK=" << splitk << " cluster_id=" << cluster << " ws=" << algo_ws_[selected_];
+  return os.str();
+}
+
+// ---- problem buffers -----------------------------------------------------------------------------
+
+int rotation_sets(std::size_t bytes_per_set, std::size_t l2_bytes, int min_sets, std::size_t max_total_bytes) {
+  if (bytes_per_set == 0) return std::max(1, min_sets);
+  std::size_t l2 = l2_bytes ? l2_bytes : (50u << 20);
+  std::size_t want = (2 * l2 + bytes_per_set - 1) / bytes_per_set + 1;
+  want = std::max<std::size_t>(want, std::size_t(std::max(1, min_sets)));
+  std::size_t cap = std::max<std::size_t>(1, max_total_bytes / bytes_per_set);
+  return static_cast<int>(std::min(want, cap));
+}
+
+gemm_problem::gemm_problem(std::int64_t M_, std::int64_t N_, std::int64_t K_, bool with_bias, const device_info& dev,
+                           std::uint64_t seed, int min_sets, std::size_t max_total_bytes, cudaStream_t stream)
+    : M(M_), N(N_), K(K_) {
+  if (M <= 0 || N <= 0 || K <= 0) throw std::invalid_argument("gemm_problem: empty problem");
+  std::size_t free_b = 0, total_b = 0;
+  TB_CUDA(cudaMemGetInfo(&free_b, &total_b));
+  std::size_t ref_bytes = std::size_t(M) * std::size_t(N) * 4;
+  std::size_t budget = std::min(max_total_bytes, free_b > ref_bytes ? (free_b - ref_bytes) / 2 : 0);
+  std::size_t per = bytes_per_set();
+  int n_sets = rotation_sets(per, dev.l2_bytes, min_sets, budget);
+  for (int s = 0; s < n_sets; ++s) {
+    a_.emplace_back(std::size_t(M) * std::size_t(K) * 2);
+    b_.emplace_back(std::size_t(N) * std::size_t(K) * 2);
+    c_.emplace_back(std::size_t(M) * std::size_t(N) * 2);
+    std::uint64_t sd = seed * 1000003ull + std::uint64_t(s) * 16;
+    fill_uniform_bf16(a_.back().get(), std::size_t(M) * std::size_t(K), sd + 1, -1.f, 1.f, stream);
+    fill_uniform_bf16(b_.back().get(), std::size_t(N) * std::size_t(K), sd + 2, -1.f, 1.f, stream);
+    poison_nan(c_.back().get(), c_.back().bytes(), stream);
+    if (with_bias) {
+      bias_.emplace_back(std::size_t(N) * 2);
+      fill_uniform_bf16(bias_.back().get(), std::size_t(N), sd + 3, -1.f, 1.f, stream);
+    }
+  }
+  TB_CUDA(cudaStreamSynchronize(stream));
+}
+
+std::size_t gemm_problem::bytes_per_set() const {
+  return (std::size_t(M) * std::size_t(K) + std::size_t(N) * std::size_t(K) + std::size_t(M) * std::size_t(N)) * 2;
+}
+
+const float* gemm_problem::reference(lt_context& lt, cudaStream_t stream) {
+  if (!ref_) {
+    device_buffer r(std::size_t(M) * std::size_t(N) * 4);
+    poison_nan(r.get(), r.bytes(), stream);
+    lt_gemm g(lt, M, N, K, out_type::f32);
+    g.run(A(0), B(0), r.get(), stream);
+    if (with_bias()) bias_relu_f32_inplace(r.as<float>(), bias(0), M, N, stream);
+    TB_CUDA(cudaStreamSynchronize(stream));
+    ref_ = std::move(r);
+  }
+  return ref_.as<float>();
+}
+
+void gemm_problem::poison(int i, cudaStream_t stream) const { poison_nan(C(i), std::size_t(M) * std::size_t(N) * 2, stream); }
+
+compare_stats gemm_problem::check_set0(lt_context& lt, cudaStream_t stream) {
+  const float* r = reference(lt, stream);
+  return compare_bf16_f32(C(0), r, std::size_t(M) * std::size_t(N), stream);
+}
+
+// ---- timing ---------------------------------------------------------------------------------
+
+namespace {
+using clk = std::chrono::steady_clock;
+double ms_since(clk::time_point t0) { return std::chrono::duration<double, std::milli>(clk::now() - t0).count(); }
+
+template <class T> T median_of(std::vector<T> v) {
+  if (v.empty()) return T{};
+  std::sort(v.begin(), v.end());
+  std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : T((v[n / 2 - 1] + v[n / 2]) / 2);
+}
+
+struct event_pair {
+  cudaEvent_t a = nullptr, b = nullptr;
+  event_pair() {
+    TB_CUDA(cudaEventCreate(&a));
+    TB_CUDA(cudaEventCreate(&b));
+  }
+  ~event_pair() {
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+  }
+};
+}  // namespace
+
+std::vector<timing> time_interleaved(const std::vector<launch_fn>& fns, const timing_config& cfg, cudaStream_t stream,
+                                     const nvml_probe* nvml) {
+  const std::size_t n = fns.size();
+  std::vector<timing> out(n);
+  if (!n) return out;
+  std::vector<int> counter(n, 0);
+  event_pair ev;
+
+  // First launches (module load, heuristics, lazy init), then warm-up until the clocks settle.
+  for (std::size_t c = 0; c < n; ++c) fns[c](counter[c]++, stream);
+  TB_CUDA(cudaStreamSynchronize(stream));
+  for (auto t0 = clk::now(); ms_since(t0) < cfg.warmup_ms;) {
+    for (std::size_t c = 0; c < n; ++c)
+      for (int i = 0; i < 4; ++i) fns[c](counter[c]++, stream);
+    TB_CUDA(cudaStreamSynchronize(stream));
+  }
+
+  // Calibrate: host enqueue cost per launch, then GPU time per launch behind a generous spin.
+  std::vector<double> enqueue_us(n), gpu_ms(n);
+  const int probe = std::max(4, std::min(cfg.batch, 20));
+  for (std::size_t c = 0; c < n; ++c) {
+    gpu_spin(20000, stream);  // keep the GPU busy while the host enqueues
+    auto h0 = clk::now();
+    for (int i = 0; i < probe; ++i) fns[c](counter[c]++, stream);
+    enqueue_us[c] = ms_since(h0) * 1e3 / probe;
+    TB_CUDA(cudaStreamSynchronize(stream));
+    gpu_spin(std::min(200000.0, 2 * enqueue_us[c] * probe + 100), stream);
+    TB_CUDA(cudaEventRecord(ev.a, stream));
+    for (int i = 0; i < probe; ++i) fns[c](counter[c]++, stream);
+    TB_CUDA(cudaEventRecord(ev.b, stream));
+    TB_CUDA(cudaEventSynchronize(ev.b));
+    float ms = 0;
+    TB_CUDA(cudaEventElapsedTime(&ms, ev.a, ev.b));
+    gpu_ms[c] = std::max(1e-4, double(ms) / probe);
+  }
+  double fastest = *std::min_element(gpu_ms.begin(), gpu_ms.end());
+  int batch = std::max(cfg.batch, int(std::ceil(cfg.min_batch_ms / fastest)));
+  batch = std::max(1, std::min(batch, cfg.max_batch));
+  double max_enqueue = *std::max_element(enqueue_us.begin(), enqueue_us.end());
+  double spin_us = std::min(200000.0, std::max(50.0, 1.5 * max_enqueue * batch + 50));
+
+  std::vector<std::vector<unsigned>> clocks(n), power(n);
+  for (int r = 0; r < std::max(1, cfg.repeats); ++r) {
+    for (std::size_t j = 0; j < n; ++j) {
+      std::size_t c = (std::size_t(r) + j) % n;  // rotate who goes first
+      gpu_spin(spin_us, stream);
+      TB_CUDA(cudaEventRecord(ev.a, stream));
+      for (int i = 0; i < batch; ++i) fns[c](counter[c]++, stream);
+      TB_CUDA(cudaEventRecord(ev.b, stream));
+      if (nvml && nvml->available()) {
+        // Read the clock while the batch runs (roughly in its middle), not while the GPU idles.
+        double wait_us = spin_us + 0.5 * gpu_ms[c] * 1e3 * batch;
+        std::this_thread::sleep_for(std::chrono::microseconds(static_cast<long long>(wait_us)));
+        if (unsigned mhz = nvml->sm_clock_mhz()) clocks[c].push_back(mhz);
+        if (unsigned mw = nvml->power_mw()) power[c].push_back(mw / 1000);
+      }
+      TB_CUDA(cudaEventSynchronize(ev.b));
+      TB_CUDA(cudaGetLastError());
+      float ms = 0;
+      TB_CUDA(cudaEventElapsedTime(&ms, ev.a, ev.b));
+      out[c].samples_ms.push_back(double(ms) / batch);
+    }
+  }
+  for (std::size_t c = 0; c < n; ++c) {
+    auto& t = out[c];
+    t.median_ms = median_of(t.samples_ms);
+    t.min_ms = *std::min_element(t.samples_ms.begin(), t.samples_ms.end());
+    t.max_ms = *std::max_element(t.samples_ms.begin(), t.samples_ms.end());
+    t.enqueue_us = enqueue_us[c];
+    t.median_sm_mhz = median_of(clocks[c]);
+    t.median_power_w = median_of(power[c]);
+    t.batch = batch;
+  }
+  return out;
+}
+
+std::string fmt(double v, int precision) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", precision, v);
+  return buf;
+}
+
+}  // namespace tessel_bench
+
+// ---- tessel vs cuBLASLt on one problem ----------------------------------------------------------
+
+namespace tessel_bench {
+
+int select_fastest_algo(lt_gemm& g, const gemm_problem& p, cudaStream_t stream, const nvml_probe* nvml) {
+  if (g.num_algos() <= 1) return g.selected_algo();
+  std::vector<launch_fn> fns;
+  for (int a = 0; a < g.num_algos(); ++a)
+    fns.push_back([&g, &p, a](int i, cudaStream_t s) {
+      g.select_algo(a);
+      g.run(p.A(i), p.B(i), p.C(i), s);
+    });
+  timing_config quick;
+  quick.warmup_ms = 100;
+  quick.repeats = 3;
+  quick.batch = 10;
+  auto t = time_interleaved(fns, quick, stream, nvml);
+  int best = 0;
+  for (int a = 1; a < g.num_algos(); ++a)
+    if (t[a].median_ms < t[best].median_ms) best = a;
+  g.select_algo(best);
+  return best;
+}
+
+compare_report compare_with_cublas(const launch_fn& candidate, gemm_problem& p, const lt_gemm& cublas, lt_context& lt,
+                                   const compare_config& cfg, cudaStream_t stream, const nvml_probe* nvml) {
+  compare_report r;
+  if (cfg.check) {
+    p.reference(lt, stream);
+    p.poison(0, stream);
+    candidate(0, stream);
+    TB_CUDA(cudaStreamSynchronize(stream));
+    TB_CUDA(cudaGetLastError());
+    r.candidate_check = p.check_set0(lt, stream);
+    p.poison(0, stream);
+    cublas.run(p.A(0), p.B(0), p.C(0), stream);
+    TB_CUDA(cudaStreamSynchronize(stream));
+    r.cublas_check = p.check_set0(lt, stream);
+    r.checked = true;
+    r.check_ok = r.candidate_check.ok(cfg.tol);
+  }
+  if (cfg.time) {
+    launch_fn ref = [&](int i, cudaStream_t s) { cublas.run(p.A(i), p.B(i), p.C(i), s); };
+    auto t = time_interleaved({candidate, ref}, cfg.timing, stream, nvml);
+    r.candidate = t[0];
+    r.cublas = t[1];
+    r.candidate_tflops = tflops(p.flops(), r.candidate.median_ms);
+    r.cublas_tflops = tflops(p.flops(), r.cublas.median_ms);
+    r.ratio = r.cublas_tflops > 0 ? r.candidate_tflops / r.cublas_tflops : 0;
+    r.timed = true;
+  }
+  return r;
+}
+
+}  // namespace tessel_bench
+
+namespace tessel_bench {
+
+std::string describe(const device_info& d) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%s (sm_%d%d, %d SMs, %.0f MB L2, %.0f GB, max SM clock %d MHz)", d.name.c_str(),
+                d.cc_major, d.cc_minor, d.sms, d.l2_bytes / 1048576.0, d.global_mem_bytes / 1e9, d.max_sm_clock_mhz);
+  return buf;
+}
+
+std::string format_report(const compare_report& r, const char* candidate, const compare_config& cfg,
+                          const nvml_probe* nvml, const device_info& dev) {
+  std::ostringstream os;
+  char buf[512];
+  if (r.checked) {
+    std::snprintf(buf, sizeof buf, "  check:  %-9s %s  %s (tol %.0e)\n", candidate, r.candidate_check.str().c_str(),
+                  r.check_ok ? "PASS" : "FAIL", cfg.tol);
+    os << buf;
+    std::snprintf(buf, sizeof buf, "          %-9s %s  (cuBLASLt bf16 out vs the same f32 reference)\n", "cuBLASLt",
+                  r.cublas_check.str().c_str());
+    os << buf;
+  } else {
+    os << "  check:  skipped (--no-check)\n";
+  }
+  if (!r.timed) return os.str();
+  std::snprintf(buf, sizeof buf,
+                "  timing: CUDA events around batches of %d launches, %zu batches each, interleaved, median\n",
+                r.candidate.batch, r.candidate.samples_ms.size());
+  os << buf;
+  os << "             ms/launch    TFLOP/s    min..max ms/launch   SM MHz  power W  host us/launch\n";
+  auto row = [&](const char* name, const timing& t, double tf) {
+    std::snprintf(buf, sizeof buf, "    %-9s %9.4f  %9.1f    %8.4f..%-8.4f   %6s  %7s  %8.1f\n", name, t.median_ms, tf,
+                  t.min_ms, t.max_ms, t.median_sm_mhz ? std::to_string(t.median_sm_mhz).c_str() : "n/a",
+                  t.median_power_w ? std::to_string(t.median_power_w).c_str() : "n/a", t.enqueue_us);
+    os << buf;
+  };
+  row(candidate, r.candidate, r.candidate_tflops);
+  row("cuBLASLt", r.cublas, r.cublas_tflops);
+  std::snprintf(buf, sizeof buf, "  ratio %s/cuBLAS = %.3f\n", candidate, r.ratio);
+  os << buf;
+  if (!nvml || !nvml->available())
+    os << "  SM clock: not read (" << (nvml ? nvml->why() : std::string("no NVML")) << "); max SM clock "
+       << dev.max_sm_clock_mhz << " MHz (cudaDevAttrClockRate)\n";
+  return os.str();
+}
+
+}  // namespace tessel_bench

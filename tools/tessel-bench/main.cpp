@@ -1,0 +1,326 @@
+// tessel-bench - tessel GEMM kernels against cuBLASLt, in the same process, interleaved.
+//
+// For each shape: random bf16 inputs (uniform [-1,1), no zeros) in rotated buffer sets (together
+// more than 2x L2), one f32 cuBLASLt reference; for each (schedule, tile, stages): compile the
+// examples/02_gemm kernel, verify it once (C poisoned with NaN first, relative Frobenius error vs
+// the reference), then time it and cuBLASLt (bf16 out, f32 compute) alternately, with CUDA events
+// around batches of launches, and report the median of the repeats, TFLOP/s, the ratio and the
+// SM clock read (NVML) while the batches ran. docs/benchmarks.md describes the method.
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "bench_util.h"
+#include "cli.h"
+#include "tessel_gemm.hpp"
+
+namespace ts = tessel;
+namespace tb = tessel_bench;
+
+namespace {
+
+constexpr const char* kDefaultShapes =
+    "8192x8192x8192,4096x4096x4096,2048x2048x2048,4096x14336x4096,4096x4096x14336,8192x28672x8192,"
+    "16384x8192x1024,128x8192x8192,4000x4000x4000,3000x5000x2000";
+
+constexpr const char* kUsage = R"(usage: tessel-bench [options]
+  --shapes LIST       comma-separated MxNxK (C = A(MxK) @ B(NxK)^T), or S for SxSxS
+                      (default: 8192^3, 4096^3, 2048^3, 4096x14336x4096, 4096x4096x14336,
+                       8192x28672x8192, 16384x8192x1024, 128x8192x8192, 4000^3, 3000x5000x2000)
+  --schedules LIST    tma,multistage,warp_specialized,cooperative,pingpong,auto   (default tma)
+  --tiles LIST        BMxBN tiles: 128x256,128x128,256x128,128x64                 (default 128x256,128x128)
+  --stages LIST       pipeline depths, 0 = tessel's choice                        (default 4)
+  --json FILE         also write every result (all samples) as JSON
+  --iters N           launches per timed batch (raised so that a batch lasts >= 1 ms)   (default 20)
+  --repeats R         timed batches per kernel; the median is reported          (default 7)
+  --warmup-ms T       untimed warm-up per configuration                         (default 500)
+  --cooldown-ms T     pause between shapes                                      (default 200)
+  --cublas-algos N    time cuBLASLt's N best heuristic algorithms, keep the fastest (default 1)
+  --no-check          skip the correctness check
+  --dump-dir DIR      write each kernel's compilation stages to DIR/<schedule>_<tile>_s<stages>/
+  --seed S            random inputs seed                                        (default 1)
+Exit status: 0 when every configuration compiled, ran and matched cuBLASLt; 1 otherwise; 2 on usage errors.
+)";
+
+struct config {
+  ts::schedule schedule;
+  tb::tile_shape tile;
+  int stages;
+  std::string name() const {
+    return std::string(tb::schedule_name(schedule)) + "_" + tile.str() + "_s" + std::to_string(stages);
+  }
+};
+
+struct compiled {
+  std::optional<ts::kernel> kernel;
+  std::string error;
+  double seconds = 0;
+};
+
+struct row {
+  tb::gemm_shape shape;
+  config cfg;
+  std::string status = "ok";  // ok | FAIL | compile error | launch error
+  std::string error;
+  tb::compare_report rep;
+  std::string cublas_algo;
+};
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\t': o += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char b[8];
+          std::snprintf(b, sizeof b, "\\u%04x", c);
+          o += b;
+        } else {
+          o += c;
+        }
+    }
+  }
+  return o;
+}
+
+std::string json_num(double v) {
+  if (!(v == v) || v > 1e300 || v < -1e300) return "null";
+  char b[64];
+  std::snprintf(b, sizeof b, "%.6g", v);
+  return b;
+}
+
+std::string json_timing(const tb::timing& t, double tflops) {
+  std::ostringstream os;
+  os << "{\"median_ms\":" << json_num(t.median_ms) << ",\"min_ms\":" << json_num(t.min_ms)
+     << ",\"max_ms\":" << json_num(t.max_ms) << ",\"tflops\":" << json_num(tflops) << ",\"batch\":" << t.batch
+     << ",\"sm_mhz\":" << t.median_sm_mhz << ",\"power_w\":" << t.median_power_w
+     << ",\"enqueue_us\":" << json_num(t.enqueue_us) << ",\"samples_ms\":[";
+  for (std::size_t i = 0; i < t.samples_ms.size(); ++i) os << (i ? "," : "") << json_num(t.samples_ms[i]);
+  os << "]}";
+  return os.str();
+}
+
+std::string now_iso() {
+  std::time_t t = std::time(nullptr);
+  char b[64];
+  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return b;
+}
+
+void print_header() {
+  std::printf("%-18s %-16s %-8s %2s %11s %11s %7s %9s %11s  %s\n", "shape (MxNxK)", "schedule", "tile", "st",
+              "tessel TF/s", "cuBLAS TF/s", "ratio", "rel_err", "SM MHz t/c", "status");
+}
+
+void print_row(const row& r) {
+  const auto& rep = r.rep;
+  std::string clocks = "n/a";
+  if (rep.timed && (rep.candidate.median_sm_mhz || rep.cublas.median_sm_mhz))
+    clocks = std::to_string(rep.candidate.median_sm_mhz) + "/" + std::to_string(rep.cublas.median_sm_mhz);
+  char err[32] = "-";
+  if (rep.checked) std::snprintf(err, sizeof err, "%.2e", rep.candidate_check.rel_err);
+  std::printf("%-18s %-16s %-8s %2d %11s %11s %7s %9s %11s  %s%s%s\n", r.shape.str().c_str(),
+              tb::schedule_name(r.cfg.schedule), r.cfg.tile.str().c_str(), r.cfg.stages,
+              rep.timed ? tb::fmt(rep.candidate_tflops, 1).c_str() : "-",
+              rep.timed ? tb::fmt(rep.cublas_tflops, 1).c_str() : "-", rep.timed ? tb::fmt(rep.ratio, 3).c_str() : "-",
+              err, clocks.c_str(), r.status.c_str(), r.error.empty() ? "" : ": ", r.error.c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    tb::cli args(argc, argv,
+                 {"shapes", "schedules", "tiles", "stages", "json", "iters", "repeats", "warmup-ms", "cooldown-ms",
+                  "cublas-algos", "dump-dir", "seed"},
+                 {"no-check", "help"});
+    if (args.flag("help")) {
+      std::cout << kUsage;
+      return 0;
+    }
+    const auto shapes = tb::parse_shapes(args.str("shapes", kDefaultShapes));
+    const auto schedules = tb::parse_schedules(args.str("schedules", "tma"));
+    const auto tiles = tb::parse_tiles(args.str("tiles", "128x256,128x128"));
+    std::vector<int> stage_list;
+    for (const auto& s : tb::cli::split(args.str("stages", "4"))) stage_list.push_back(int(tb::cli::parse_i64(s, "--stages")));
+    if (stage_list.empty()) throw tb::usage_error("empty --stages list");
+    const std::string json_path = args.str("json", "");
+    const std::string dump_dir = args.str("dump-dir", "");
+    const double cooldown_ms = args.f64("cooldown-ms", 200);
+    tb::compare_config cmp;
+    cmp.check = !args.flag("no-check");
+    cmp.timing.batch = int(args.i64("iters", 20));
+    cmp.timing.repeats = int(args.i64("repeats", 7));
+    cmp.timing.warmup_ms = args.f64("warmup-ms", 500);
+    if (cmp.timing.repeats < 1 || cmp.timing.batch < 1) throw tb::usage_error("--iters and --repeats must be >= 1");
+    const int cublas_algos = int(args.i64("cublas-algos", 1));
+    const std::uint64_t seed = std::uint64_t(args.i64("seed", 1));
+
+    std::vector<config> configs;
+    for (auto s : schedules)
+      for (const auto& t : tiles)
+        for (int st : stage_list) configs.push_back({s, t, st});
+
+    // Compile every configuration once (no GPU needed); reused for every shape.
+    std::map<std::string, compiled> kernels;
+    bool any_error = false;
+    for (const auto& c : configs) {
+      compiled& k = kernels[c.name()];
+      ts::options o{.schedule = c.schedule, .stages = c.stages,
+                    .dump_dir = dump_dir.empty() ? std::string() : dump_dir + "/" + c.name()};
+      auto t0 = std::chrono::steady_clock::now();
+      try {
+        k.kernel.emplace(tb::jit_gemm(tb::gemm_variant::plain, c.tile, o));
+      } catch (const std::exception& e) {
+        k.error = e.what();
+        any_error = true;
+      }
+      k.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::printf("compile %-32s %s (%.2f s)\n", c.name().c_str(), k.kernel ? "ok" : ("FAILED: " + k.error).c_str(),
+                  k.seconds);
+    }
+
+    std::string why;
+    if (!ts::gpu_available(&why)) {
+      std::printf("no GPU found (%s): compiled only\n", why.c_str());
+      return any_error ? 1 : 0;
+    }
+
+    tb::device_info dev = tb::query_device(0);
+    tb::nvml_probe nvml(dev);
+    std::printf("device: %s\n", tb::describe(dev).c_str());
+    if (nvml.available())
+      std::printf("NVML: SM clock %u MHz, %u W, %u C (idle, before the run)\n", nvml.sm_clock_mhz(),
+                  nvml.power_mw() / 1000, nvml.temperature_c());
+    else
+      std::printf("NVML: %s; the SM clock is not read (max SM clock %d MHz)\n", nvml.why().c_str(),
+                  dev.max_sm_clock_mhz);
+    std::printf("method: uniform [-1,1) bf16, rotated buffer sets > 2x L2, C poisoned with NaN before the check, "
+                "batches of >= %d launches, median of %d, interleaved with cuBLASLt (bf16 out, f32 compute)\n\n",
+                cmp.timing.batch, cmp.timing.repeats);
+
+    cudaStream_t stream = nullptr;
+    TB_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    tb::lt_context lt;
+    std::vector<row> rows;
+    bool fatal = false;
+    print_header();
+    for (std::size_t si = 0; si < shapes.size(); ++si) {
+      const auto& sh = shapes[si];
+      std::optional<tb::gemm_problem> p;
+      std::optional<tb::lt_gemm> cublas;
+      std::string shape_error;
+      try {
+        p.emplace(sh.m, sh.n, sh.k, false, dev, seed + si, 3, 24ull << 30, stream);
+        cublas.emplace(lt, sh.m, sh.n, sh.k, tb::out_type::bf16, tb::epilogue::none, nullptr, cublas_algos);
+        tb::select_fastest_algo(*cublas, *p, stream, &nvml);
+      } catch (const std::exception& e) {
+        shape_error = e.what();
+      }
+      for (const auto& c : configs) {
+        row r;
+        r.shape = sh;
+        r.cfg = c;
+        compiled& k = kernels[c.name()];
+        if (!shape_error.empty()) {
+          r.status = "setup error";
+          r.error = shape_error;
+        } else if (!k.kernel) {
+          r.status = "compile error";
+          r.error = k.error;
+        } else {
+          r.cublas_algo = cublas->algo_description();
+          tb::launch_fn launch = [&](int i, cudaStream_t s) {
+            tb::launch_gemm(*k.kernel, c.tile, s, p->A(i), p->B(i), p->C(i), sh.m, sh.n, sh.k);
+          };
+          try {
+            r.rep = tb::compare_with_cublas(launch, *p, *cublas, lt, cmp, stream, &nvml);
+            if (!r.rep.check_ok) {
+              r.status = "FAIL";
+              r.error = "wrong result: " + r.rep.candidate_check.str();
+            }
+          } catch (const ts::error& e) {
+            r.status = "launch error";
+            r.error = e.what();
+          } catch (const tb::cuda_error& e) {
+            // A CUDA error (e.g. an illegal address) is sticky: the context is unusable, stop here.
+            r.status = "CUDA error";
+            r.error = e.what();
+            fatal = true;
+          }
+        }
+        if (r.status != "ok") any_error = true;
+        print_row(r);
+        rows.push_back(std::move(r));
+        if (fatal) break;
+      }
+      if (fatal) {
+        std::printf("stopping: the CUDA context is unusable after a CUDA error\n");
+        break;
+      }
+      if (cooldown_ms > 0 && si + 1 < shapes.size())
+        std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<long long>(cooldown_ms)));
+    }
+    cudaStreamDestroy(stream);
+
+    if (!nvml.available())
+      std::printf("\nSM clock: not read (%s); max SM clock %d MHz (cudaDevAttrClockRate)\n", nvml.why().c_str(),
+                  dev.max_sm_clock_mhz);
+    else
+      std::printf("\nSM MHz t/c: median NVML SM clock while the tessel / cuBLAS batches ran\n");
+
+    if (!json_path.empty()) {
+      std::ofstream js(json_path);
+      std::string cmdline;
+      for (int i = 0; i < argc; ++i) cmdline += (i ? " " : "") + std::string(argv[i]);
+      js << "{\n\"tool\":\"tessel-bench\",\"date\":\"" << now_iso() << "\",\"command\":\"" << json_escape(cmdline)
+         << "\",\n\"device\":{\"name\":\"" << json_escape(dev.name) << "\",\"cc\":\"" << dev.cc_major << dev.cc_minor
+         << "\",\"sms\":" << dev.sms << ",\"l2_bytes\":" << dev.l2_bytes
+         << ",\"max_sm_clock_mhz\":" << dev.max_sm_clock_mhz << ",\"nvml\":" << (nvml.available() ? "true" : "false")
+         << "},\n\"method\":{\"batch_min\":" << cmp.timing.batch << ",\"repeats\":" << cmp.timing.repeats
+         << ",\"warmup_ms\":" << json_num(cmp.timing.warmup_ms) << ",\"check\":" << (cmp.check ? "true" : "false")
+         << ",\"tol\":" << json_num(cmp.tol) << "},\n\"results\":[\n";
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        const auto& r = rows[i];
+        js << " {\"m\":" << r.shape.m << ",\"n\":" << r.shape.n << ",\"k\":" << r.shape.k << ",\"schedule\":\""
+           << tb::schedule_name(r.cfg.schedule) << "\",\"tile\":\"" << r.cfg.tile.str() << "\",\"stages\":" << r.cfg.stages
+           << ",\"status\":\"" << json_escape(r.status) << "\",\"error\":\"" << json_escape(r.error) << "\"";
+        if (r.rep.checked)
+          js << ",\"rel_err\":" << json_num(r.rep.candidate_check.rel_err)
+             << ",\"nonfinite\":" << r.rep.candidate_check.nonfinite
+             << ",\"cublas_rel_err\":" << json_num(r.rep.cublas_check.rel_err);
+        if (r.rep.timed)
+          js << ",\"ratio\":" << json_num(r.rep.ratio) << ",\n  \"tessel\":" << json_timing(r.rep.candidate, r.rep.candidate_tflops)
+             << ",\n  \"cublas\":" << json_timing(r.rep.cublas, r.rep.cublas_tflops) << ",\"cublas_algo\":\""
+             << json_escape(r.cublas_algo) << "\"";
+        js << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
+      }
+      js << "]}\n";
+      std::printf("wrote %s\n", json_path.c_str());
+    }
+    return any_error ? 1 : 0;
+  } catch (const tb::usage_error& e) {
+    std::fprintf(stderr, "tessel-bench: %s\n\n%s", e.what(), kUsage);
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tessel-bench: error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,188 @@
+// tessel_gemm.cpp - see tessel_gemm.hpp.
+#include "tessel_gemm.hpp"
+
+#include "02_gemm/gemm.hpp"
+#include "03_gemm_bias_relu/gemm_bias_relu.hpp"
+#include "cli.h"
+
+#include <algorithm>
+
+namespace ts = tessel;
+
+namespace tessel_bench {
+
+namespace {
+struct schedule_spelling {
+  const char* name;
+  ts::schedule s;
+};
+constexpr schedule_spelling kSchedules[] = {
+    {"auto", ts::schedule::automatic},
+    {"automatic", ts::schedule::automatic},
+    {"tma", ts::schedule::tma},
+    {"multistage", ts::schedule::multistage},
+    {"warp_specialized", ts::schedule::warp_specialized},
+    {"ws", ts::schedule::warp_specialized},
+    {"cooperative", ts::schedule::cooperative},
+    {"pingpong", ts::schedule::pingpong},
+};
+}  // namespace
+
+ts::schedule parse_schedule(std::string_view name) {
+  for (const auto& sp : kSchedules)
+    if (name == sp.name) return sp.s;
+  throw usage_error("unknown schedule '" + std::string(name) +
+                    "' (expected tma, multistage, warp_specialized, cooperative, pingpong or auto)");
+}
+
+std::vector<ts::schedule> parse_schedules(std::string_view csv) {
+  std::vector<ts::schedule> out;
+  for (const auto& s : cli::split(csv)) out.push_back(parse_schedule(s));
+  if (out.empty()) throw usage_error("empty schedule list");
+  return out;
+}
+
+const char* schedule_name(ts::schedule s) {
+  switch (s) {
+    case ts::schedule::automatic: return "auto";
+    case ts::schedule::tma: return "tma";
+    case ts::schedule::multistage: return "multistage";
+    case ts::schedule::warp_specialized: return "warp_specialized";
+    case ts::schedule::cooperative: return "cooperative";
+    case ts::schedule::pingpong: return "pingpong";
+  }
+  return "?";
+}
+
+std::string tile_shape::str() const {
+  std::string s = std::to_string(bm) + "x" + std::to_string(bn);
+  if (bk != 64) s += "x" + std::to_string(bk);
+  return s;
+}
+
+const std::vector<tile_shape>& supported_tiles() {
+  static const std::vector<tile_shape> tiles = {{128, 256, 64}, {128, 128, 64}, {256, 128, 64}, {128, 64, 64}};
+  return tiles;
+}
+
+tile_shape parse_tile(std::string_view s) {
+  auto parts = cli::split(s, 'x');
+  if (parts.size() != 2 && parts.size() != 3) throw usage_error("tile '" + std::string(s) + "': expected BMxBN[xBK]");
+  tile_shape t;
+  t.bm = int(cli::parse_i64(parts[0], "tile"));
+  t.bn = int(cli::parse_i64(parts[1], "tile"));
+  if (parts.size() == 3) t.bk = int(cli::parse_i64(parts[2], "tile"));
+  for (const auto& st : supported_tiles())
+    if (st == t) return t;
+  std::string list;
+  for (const auto& st : supported_tiles()) list += (list.empty() ? "" : ", ") + st.str();
+  throw usage_error("tile " + t.str() + " is not instantiated here (supported: " + list + ")");
+}
+
+std::vector<tile_shape> parse_tiles(std::string_view csv) {
+  std::vector<tile_shape> out;
+  for (const auto& s : cli::split(csv)) out.push_back(parse_tile(s));
+  if (out.empty()) throw usage_error("empty tile list");
+  return out;
+}
+
+std::string gemm_shape::str() const { return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k); }
+
+gemm_shape parse_shape(std::string_view s) {
+  auto parts = cli::split(s, 'x');
+  gemm_shape g;
+  if (parts.size() == 1) {
+    g.m = g.n = g.k = cli::parse_i64(parts[0], "shape");
+  } else if (parts.size() == 3) {
+    g.m = cli::parse_i64(parts[0], "shape");
+    g.n = cli::parse_i64(parts[1], "shape");
+    g.k = cli::parse_i64(parts[2], "shape");
+  } else {
+    throw usage_error("shape '" + std::string(s) + "': expected MxNxK");
+  }
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0) throw usage_error("shape '" + std::string(s) + "': sizes must be positive");
+  return g;
+}
+
+std::vector<gemm_shape> parse_shapes(std::string_view csv) {
+  std::vector<gemm_shape> out;
+  for (const auto& s : cli::split(csv)) out.push_back(parse_shape(s));
+  if (out.empty()) throw usage_error("empty shape list");
+  return out;
+}
+
+namespace {
+template <int BM, int BN, int BK>
+ts::kernel jit_tile(gemm_variant v, const ts::options& o) {
+  if (v == gemm_variant::plain) return ts::jit(examples::gemm<BM, BN, BK>{}, o);
+  return ts::jit(examples::gemm_bias_relu<BM, BN, BK>{}, o);
+}
+}  // namespace
+
+ts::kernel jit_gemm(gemm_variant v, const tile_shape& t, const ts::options& o) {
+  if (t == tile_shape{128, 256, 64}) return jit_tile<128, 256, 64>(v, o);
+  if (t == tile_shape{128, 128, 64}) return jit_tile<128, 128, 64>(v, o);
+  if (t == tile_shape{256, 128, 64}) return jit_tile<256, 128, 64>(v, o);
+  if (t == tile_shape{128, 64, 64}) return jit_tile<128, 64, 64>(v, o);
+  throw usage_error("tile " + t.str() + " is not instantiated in tessel_gemm.cpp");
+}
+
+ts::grid gemm_grid(const tile_shape& t, std::int64_t M, std::int64_t N) {
+  return ts::grid{unsigned((M + t.bm - 1) / t.bm), unsigned((N + t.bn - 1) / t.bn)};
+}
+
+void launch_gemm(ts::kernel& k, const tile_shape& t, void* stream, const void* A, const void* B, void* C,
+                 std::int64_t M, std::int64_t N, std::int64_t K) {
+  k.launch(stream, gemm_grid(t, M, N), ts::view<ts::bf16>(A, {M, K}), ts::view<ts::bf16>(B, {N, K}),
+           ts::view<ts::bf16>(C, {M, N}));
+}
+
+void launch_gemm_bias_relu(ts::kernel& k, const tile_shape& t, void* stream, const void* A, const void* B,
+                           const void* bias, void* C, std::int64_t M, std::int64_t N, std::int64_t K) {
+  k.launch(stream, gemm_grid(t, M, N), ts::view<ts::bf16>(A, {M, K}), ts::view<ts::bf16>(B, {N, K}),
+           ts::view<ts::bf16>(bias, {N}), ts::view<ts::bf16>(C, {M, N}));
+}
+
+}  // namespace tessel_bench
+
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+
+namespace tessel_bench {
+
+int report_dump_dir(ts::kernel& k, const std::string& dir, std::ostream& os) {
+  namespace fs = std::filesystem;
+  auto list = [&]() {
+    std::vector<fs::path> files;
+    std::error_code ec;
+    if (fs::is_directory(dir, ec))
+      for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+           it.increment(ec))
+        if (it->is_regular_file(ec)) files.push_back(it->path());
+    std::sort(files.begin(), files.end());
+    return files;
+  };
+  auto files = list();
+  if (files.empty()) {
+    os << "note: tessel wrote nothing under " << dir << "; writing the stages from kernel::stage()\n";
+    fs::create_directories(dir);
+    for (const char* st : {"tessel", "hopper", "llvm", "ll", "ptx", "ptxas.log", "sass"}) {
+      try {
+        std::string text = k.stage(st);
+        if (text.empty()) continue;
+        std::ofstream(fs::path(dir) / (std::string("kernel.") + st)) << text;
+      } catch (const std::exception& e) {
+        os << "  (stage " << st << " not available: " << e.what() << ")\n";
+      }
+    }
+    files = list();
+  }
+  for (const auto& f : files) {
+    std::error_code ec;
+    os << "wrote " << f.string() << " (" << fs::file_size(f, ec) << " bytes)\n";
+  }
+  return int(files.size());
+}
+
+}  // namespace tessel_bench

@@ -1,0 +1,72 @@
+// tessel_gemm.hpp - the tessel side of tessel-bench, the GEMM examples and tests/gpu: schedule and
+// tile names, JIT of the example GEMM kernels (examples/02_gemm, examples/03_gemm_bias_relu) for a
+// tile chosen at run time, and their launch.
+#pragma once
+
+#include <tessel/tessel.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tessel_bench {
+
+// ---- schedules ---------------------------------------------------------------------------------
+
+/// "auto"|"automatic", "tma", "multistage", "warp_specialized" (or "ws"), "cooperative", "pingpong".
+/// Throws usage_error (cli.h) naming the valid spellings.
+tessel::schedule parse_schedule(std::string_view name);
+std::vector<tessel::schedule> parse_schedules(std::string_view comma_separated);
+const char* schedule_name(tessel::schedule s);
+
+// ---- tiles and shapes ---------------------------------------------------------------------------
+
+struct tile_shape {
+  int bm = 128, bn = 256, bk = 64;
+  std::string str() const;  ///< "128x256" (with "x<bk>" when bk != 64)
+  friend bool operator==(const tile_shape&, const tile_shape&) = default;
+};
+/// "128x256" or "128x256x64"; must be one of supported_tiles().
+tile_shape parse_tile(std::string_view s);
+std::vector<tile_shape> parse_tiles(std::string_view comma_separated);
+/// The tiles the bench/tests can instantiate (each is a C++ template instantiation).
+const std::vector<tile_shape>& supported_tiles();
+
+struct gemm_shape {
+  std::int64_t m = 0, n = 0, k = 0;
+  std::string str() const;  ///< "MxNxK"
+};
+/// "MxNxK" (e.g. "4096x14336x4096") or a single "S" for S^3.
+gemm_shape parse_shape(std::string_view s);
+std::vector<gemm_shape> parse_shapes(std::string_view comma_separated);
+
+// ---- compile and launch ----------------------------------------------------------------------
+
+enum class gemm_variant { plain, bias_relu };
+
+/// ts::jit of examples::gemm<bm, bn, bk> (plain) or examples::gemm_bias_relu<bm, bn, bk>.
+/// Throws tessel::error when tessel cannot build it, usage_error for an unsupported tile.
+tessel::kernel jit_gemm(gemm_variant v, const tile_shape& t, const tessel::options& o);
+
+/// One program instance per BM x BN tile of C.
+tessel::grid gemm_grid(const tile_shape& t, std::int64_t M, std::int64_t N);
+
+/// Launches a plain GEMM kernel: C (M x N) = A (M x K) @ B (N x K)^T, row-major device buffers.
+void launch_gemm(tessel::kernel& k, const tile_shape& t, void* stream, const void* A, const void* B, void* C,
+                 std::int64_t M, std::int64_t N, std::int64_t K);
+/// Launches a gemm_bias_relu kernel (bias: N elements).
+void launch_gemm_bias_relu(tessel::kernel& k, const tile_shape& t, void* stream, const void* A, const void* B,
+                           const void* bias, void* C, std::int64_t M, std::int64_t N, std::int64_t K);
+
+}  // namespace tessel_bench
+
+#include <iosfwd>
+
+namespace tessel_bench {
+/// After ts::jit(..., {.dump_dir = dir}): lists every file under `dir` on `os` ("wrote <path> (<n>
+/// bytes)"). If tessel wrote nothing there, writes k.stage(s) itself for each known stage name
+/// ("tessel", "hopper", "llvm", "ll", "ptx", "ptxas.log", "sass") that it can produce.
+/// Returns the number of files listed.
+int report_dump_dir(tessel::kernel& k, const std::string& dir, std::ostream& os);
+}  // namespace tessel_bench
