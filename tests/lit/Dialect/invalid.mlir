@@ -1,0 +1,60 @@
+// RUN: tessel-opt %s -split-input-file -verify-diagnostics
+
+// expected-error @+1 {{rank must be 1, 2 or 3, got 4}}
+func.func @rank4(%A: !tessel.ref<4 x f32>) { return }
+
+// -----
+
+func.func @offsets(%A: !tessel.ref<2 x f32>, %i: index) {
+  // expected-error @+1 {{expects 2 offsets (one per tensor dimension), got 1}}
+  %t = tessel.load %A[%i] : !tessel.ref<2 x f32> -> tensor<16x16xf32>
+  return
+}
+
+// -----
+
+func.func @store_dtype(%A: !tessel.ref<2 x bf16>, %i: index, %t: tensor<16x16xf32>) {
+  // expected-error @+1 {{tile element type 'f32' must equal the tensor element type 'bf16'}}
+  tessel.store %t, %A[%i, %i] : tensor<16x16xf32>, !tessel.ref<2 x bf16>
+  return
+}
+
+// -----
+
+func.func @dot_inner(%a: tensor<64x32xbf16>, %b: tensor<16x64xbf16>, %c: tensor<64x64xf32>) {
+  // expected-error @+1 {{inner dimensions differ: a is 64x32, b is 16x64}}
+  %d = tessel.dot %a, %b, %c : tensor<64x32xbf16>, tensor<16x64xbf16> -> tensor<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @dot_f32(%a: tensor<64x32xf32>, %b: tensor<32x64xf32>, %c: tensor<64x64xf32>) {
+  // expected-error @+1 {{inputs must be f16 or bf16, got 'f32'}}
+  %d = tessel.dot %a, %b, %c : tensor<64x32xf32>, tensor<32x64xf32> -> tensor<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @trans(%a: tensor<64x32xbf16>) {
+  // expected-error @+1 {{result must be the source with its two dimensions swapped}}
+  %t = tessel.trans %a : tensor<64x32xbf16> -> tensor<64x32xbf16>
+  return
+}
+
+// -----
+
+func.func @broadcast(%a: tensor<32xf32>) {
+  // expected-error @+1 {{source dim 0 (32) must equal result dim 1 (64)}}
+  %t = tessel.broadcast %a [1] : tensor<32xf32> -> tensor<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @dim(%A: !tessel.ref<2 x f32>) {
+  // expected-error @+1 {{axis 2 out of range for rank 2}}
+  %d = tessel.dim %A, 2 : !tessel.ref<2 x f32>
+  return
+}

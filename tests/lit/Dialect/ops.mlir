@@ -1,0 +1,40 @@
+// RUN: tessel-opt %s | tessel-opt | FileCheck %s
+// Round trip of every tessel op and type.
+
+// CHECK-LABEL: func.func @all_ops
+// CHECK-SAME: !tessel.ref<2 x bf16>
+func.func @all_ops(%A: !tessel.ref<2 x bf16>, %b: !tessel.ref<1 x f32>) attributes {tessel.kernel} {
+  // CHECK: tessel.program_id 0
+  %p = tessel.program_id 0
+  // CHECK: tessel.num_programs 1
+  %np = tessel.num_programs 1
+  // CHECK: tessel.dim %{{.*}}, 1 : !tessel.ref<2 x bf16>
+  %K = tessel.dim %A, 1 : !tessel.ref<2 x bf16>
+  // CHECK: tessel.load %{{.*}}[%{{.*}}, %{{.*}}] : !tessel.ref<2 x bf16> -> tensor<64x32xbf16>
+  %a = tessel.load %A[%p, %K] : !tessel.ref<2 x bf16> -> tensor<64x32xbf16>
+  %l = tessel.load %A[%p, %K] : !tessel.ref<2 x bf16> -> tensor<64x32xbf16>
+  // CHECK: tessel.trans %{{.*}} : tensor<64x32xbf16> -> tensor<32x64xbf16>
+  %t = tessel.trans %l : tensor<64x32xbf16> -> tensor<32x64xbf16>
+  %z = arith.constant dense<0.0> : tensor<64x64xf32>
+  // CHECK: tessel.dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<64x32xbf16>, tensor<32x64xbf16> -> tensor<64x64xf32>
+  %d = tessel.dot %a, %t, %z : tensor<64x32xbf16>, tensor<32x64xbf16> -> tensor<64x64xf32>
+  %bias = tessel.load %b[%p] : !tessel.ref<1 x f32> -> tensor<64xf32>
+  // CHECK: tessel.broadcast %{{.*}} [1] : tensor<64xf32> -> tensor<64x64xf32>
+  %row = tessel.broadcast %bias [1] : tensor<64xf32> -> tensor<64x64xf32>
+  %c2 = arith.constant 2.0 : f32
+  // CHECK: tessel.splat %{{.*}} : f32 -> tensor<64x64xf32>
+  %two = tessel.splat %c2 : f32 -> tensor<64x64xf32>
+  %s = arith.addf %d, %row : tensor<64x64xf32>
+  %m = arith.mulf %s, %two : tensor<64x64xf32>
+  // CHECK: tessel.cast %{{.*}} : tensor<64x64xf32> -> tensor<64x64xbf16>
+  %c = tessel.cast %m : tensor<64x64xf32> -> tensor<64x64xbf16>
+  // CHECK: tessel.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : tensor<64x64xbf16>, !tessel.ref<2 x bf16>
+  tessel.store %c, %A[%p, %np] : tensor<64x64xbf16>, !tessel.ref<2 x bf16>
+  return
+}
+
+// CHECK-LABEL: func.func @scheduled
+// CHECK-SAME: #tessel.schedule<kind = tma, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128>
+func.func @scheduled() attributes {tessel.schedule = #tessel.schedule<kind = tma, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128>} {
+  return
+}

@@ -1,0 +1,48 @@
+// RUN: tessel-opt %inputs/gemm_128x256.mlir -tessel-select-schedule -tessel-lower-to-nvvm | FileCheck %s
+// RUN: tessel-opt %s -tessel-lower-to-nvvm | FileCheck %s --check-prefix=EW
+
+// The tma schedule: one extern dynamic shared base, TMA descriptors as byval
+// grid_constant params, a parity-waited mbarrier ring, wgmma from descriptors.
+// CHECK: llvm.mlir.global external @__tessel_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
+// CHECK: llvm.func @gemm(
+// CHECK-SAME: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}
+// CHECK-SAME: nvvm.kernel
+// CHECK-SAME: nvvm.reqntid = array<i32: 256, 1, 1>
+// CHECK-SAME: tessel.params = ["ptr:0", "size:0:0", "size:0:1", "stride:0:0", "stride:0:1", {{.*}}, "tma:0:64x128:128", "tma:1:64x256:128"]
+// CHECK-SAME: tessel.shared_bytes = 196672
+// CHECK: mbarrier.init.shared::cta.b64
+// CHECK: fence.mbarrier_init.release.cluster
+// CHECK: bar.sync 0
+// CHECK: mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;
+// CHECK: cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes
+// CHECK: scf.for
+// CHECK: mbarrier.try_wait.parity.shared::cta.b64
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-COUNT-4: nvvm.wgmma.mma_async
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK: mbarrier.arrive.shared::cta.b64
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: llvm.store
+
+// Elementwise kernels: blocked layout, bounds-checked loads and stores.
+// EW-LABEL: llvm.func @axpy
+// EW-SAME: nvvm.reqntid = array<i32: 128, 1, 1>
+// EW: nvvm.read.ptx.sreg.ctaid.x
+// EW: arith.cmpi ult
+// EW: llvm.load
+// EW: arith.mulf
+// EW: llvm.store
+func.func @axpy(%X: !tessel.ref<1 x f32>, %Y: !tessel.ref<1 x f32>) attributes {tessel.kernel} {
+  %c1024 = arith.constant 1024 : index
+  %p = tessel.program_id 0
+  %o = arith.muli %p, %c1024 : index
+  %x = tessel.load %X[%o] : !tessel.ref<1 x f32> -> tensor<1024xf32>
+  %c2 = arith.constant dense<2.0> : tensor<1024xf32>
+  %y = tessel.load %Y[%o] : !tessel.ref<1 x f32> -> tensor<1024xf32>
+  %m = arith.mulf %x, %c2 : tensor<1024xf32>
+  %s = arith.addf %m, %y : tensor<1024xf32>
+  tessel.store %s, %Y[%o] : tensor<1024xf32>, !tessel.ref<1 x f32>
+  return
+}

@@ -1,0 +1,62 @@
+// RUN: tessel-opt %s -split-input-file -tessel-select-schedule -verify-diagnostics | FileCheck %s
+
+// CHECK-LABEL: func.func @gemm
+// CHECK-SAME: tessel.schedule = #tessel.schedule<kind = tma, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128>
+func.func @gemm(%A: !tessel.ref<2 x bf16>, %B: !tessel.ref<2 x bf16>, %C: !tessel.ref<2 x f32>) attributes {tessel.kernel} {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %K = tessel.dim %A, 1 : !tessel.ref<2 x bf16>
+  %zero = arith.constant dense<0.0> : tensor<128x256xf32>
+  %acc = scf.for %k = %c0 to %K step %c64 iter_args(%c = %zero) -> (tensor<128x256xf32>) {
+    %a = tessel.load %A[%c0, %k] : !tessel.ref<2 x bf16> -> tensor<128x64xbf16>
+    %b = tessel.load %B[%c0, %k] : !tessel.ref<2 x bf16> -> tensor<256x64xbf16>
+    %bt = tessel.trans %b : tensor<256x64xbf16> -> tensor<64x256xbf16>
+    %d = tessel.dot %a, %bt, %c : tensor<128x64xbf16>, tensor<64x256xbf16> -> tensor<128x256xf32>
+    scf.yield %d : tensor<128x256xf32>
+  }
+  tessel.store %acc, %C[%c0, %c0] : tensor<128x256xf32>, !tessel.ref<2 x f32>
+  return
+}
+
+// -----
+
+// An elementwise kernel gets no schedule.
+// CHECK-LABEL: func.func @axpy
+// CHECK-NOT: tessel.schedule
+func.func @axpy(%X: !tessel.ref<1 x f32>) attributes {tessel.kernel} {
+  %c0 = arith.constant 0 : index
+  %x = tessel.load %X[%c0] : !tessel.ref<1 x f32> -> tensor<1024xf32>
+  tessel.store %x, %X[%c0] : tensor<1024xf32>, !tessel.ref<1 x f32>
+  return
+}
+
+// -----
+
+func.func @bk32(%A: !tessel.ref<2 x bf16>, %B: !tessel.ref<2 x bf16>, %C: !tessel.ref<2 x f32>) attributes {tessel.kernel} {
+  %c0 = arith.constant 0 : index
+  %c32 = arith.constant 32 : index
+  %K = tessel.dim %A, 1 : !tessel.ref<2 x bf16>
+  %zero = arith.constant dense<0.0> : tensor<128x128xf32>
+  %acc = scf.for %k = %c0 to %K step %c32 iter_args(%c = %zero) -> (tensor<128x128xf32>) {
+    %a = tessel.load %A[%c0, %k] : !tessel.ref<2 x bf16> -> tensor<128x32xbf16>
+    %b = tessel.load %B[%c0, %k] : !tessel.ref<2 x bf16> -> tensor<128x32xbf16>
+    %bt = tessel.trans %b : tensor<128x32xbf16> -> tensor<32x128xbf16>
+    // expected-error @+1 {{schedule 'tma' needs BK * sizeof(element) == 128 bytes (BK = 64 for 'bf16'), got BK = 32}}
+    %d = tessel.dot %a, %bt, %c : tensor<128x32xbf16>, tensor<32x128xbf16> -> tensor<128x128xf32>
+    scf.yield %d : tensor<128x128xf32>
+  }
+  tessel.store %acc, %C[%c0, %c0] : tensor<128x128xf32>, !tessel.ref<2 x f32>
+  return
+}
+
+// -----
+
+func.func @not_carried(%A: !tessel.ref<2 x bf16>, %C: !tessel.ref<2 x f32>) attributes {tessel.kernel} {
+  %c0 = arith.constant 0 : index
+  %a = tessel.load %A[%c0, %c0] : !tessel.ref<2 x bf16> -> tensor<64x64xbf16>
+  %zero = arith.constant dense<0.0> : tensor<64x64xf32>
+  // expected-error @+1 {{tessel.dot must sit directly in a top-level loop}}
+  %d = tessel.dot %a, %a, %zero : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xf32>
+  tessel.store %d, %C[%c0, %c0] : tensor<64x64xf32>, !tessel.ref<2 x f32>
+  return
+}
