@@ -32,7 +32,7 @@ constexpr const char* kUsage = R"(usage: tessel-gemm [options]
   --no-run            trace + compile only (no GPU needed); writes the stages to DIR
                       (default DIR: ./tessel-gemm-dump)
   --iters N           launches per timed batch                                              (default 20)
-  --repeats R         timed batches per kernel, median reported                             (default 10)
+  --repeats R         timed batches per kernel (at least: raised to fill 400 ms), median    (default 10)
   --warmup-ms T       untimed warm-up before timing                                         (default 1000)
   --check/--no-check  verify against cuBLASLt (relative Frobenius error < 1e-2, no NaN)     (default on)
   --cublas-algos N    time cuBLASLt's N best heuristic algorithms and keep the fastest      (default 1)

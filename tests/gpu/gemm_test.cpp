@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <map>
+#include <ostream>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -23,6 +24,13 @@
 namespace ts = tessel;
 namespace tb = tessel_bench;
 using tessel_gpu_test::cublas;
+
+// Readable parameters in gtest messages ("128x256", "200x300x72").
+namespace tessel_bench {
+void PrintTo(const tile_shape& t, std::ostream* os) { *os << t.str(); }
+void PrintTo(const gemm_shape& s, std::ostream* os) { *os << s.str(); }
+}  // namespace tessel_bench
+
 using tessel_gpu_test::device;
 
 namespace {

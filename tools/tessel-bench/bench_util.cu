@@ -584,9 +584,13 @@ std::vector<timing> time_interleaved(const std::vector<launch_fn>& fns, const ti
   batch = std::max(1, std::min(batch, cfg.max_batch));
   double max_enqueue = *std::max_element(enqueue_us.begin(), enqueue_us.end());
   double spin_us = std::min(200000.0, std::max(50.0, 1.5 * max_enqueue * batch + 50));
+  // Power and clocks oscillate on a ~100 ms scale: time enough batches to average over several periods.
+  double slowest = *std::max_element(gpu_ms.begin(), gpu_ms.end());
+  int repeats = std::max(1, cfg.repeats);
+  repeats = std::max(repeats, std::min(cfg.max_repeats, int(std::ceil(cfg.min_total_ms / (slowest * batch)))));
 
   std::vector<std::vector<unsigned>> clocks(n), power(n);
-  for (int r = 0; r < std::max(1, cfg.repeats); ++r) {
+  for (int r = 0; r < repeats; ++r) {
     for (std::size_t j = 0; j < n; ++j) {
       std::size_t c = (std::size_t(r) + j) % n;  // rotate who goes first
       gpu_spin(spin_us, stream);

@@ -233,7 +233,9 @@ using launch_fn = std::function<void(int i, cudaStream_t stream)>;
 
 struct timing_config {
   int batch = 20;            ///< launches per timed batch (raised so that a batch lasts >= min_batch_ms)
-  int repeats = 7;           ///< timed batches per candidate; the median is reported
+  int repeats = 7;           ///< timed batches per candidate (at least); the median is reported
+  double min_total_ms = 400; ///< raise repeats until the slowest candidate is timed this long
+  int max_repeats = 50;
   double warmup_ms = 500;    ///< wall time of untimed round-robin launches before timing
   double min_batch_ms = 1.0;
   int max_batch = 2000;

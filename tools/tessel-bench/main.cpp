@@ -43,7 +43,8 @@ constexpr const char* kUsage = R"(usage: tessel-bench [options]
   --stages LIST       pipeline depths, 0 = tessel's choice                        (default 4)
   --json FILE         also write every result (all samples) as JSON
   --iters N           launches per timed batch (raised so that a batch lasts >= 1 ms)   (default 20)
-  --repeats R         timed batches per kernel; the median is reported          (default 7)
+  --repeats R         timed batches per kernel (at least; raised until each kernel
+                      is timed for 400 ms, at most 50); the median is reported  (default 7)
   --warmup-ms T       untimed warm-up per configuration                         (default 500)
   --cooldown-ms T     pause between shapes                                      (default 200)
   --cublas-algos N    time cuBLASLt's N best heuristic algorithms, keep the fastest (default 1)
@@ -213,8 +214,9 @@ int main(int argc, char** argv) {
       std::printf("NVML: %s; the SM clock is not read (max SM clock %d MHz)\n", nvml.why().c_str(),
                   dev.max_sm_clock_mhz);
     std::printf("method: uniform [-1,1) bf16, rotated buffer sets > 2x L2, C poisoned with NaN before the check, "
-                "batches of >= %d launches, median of %d, interleaved with cuBLASLt (bf16 out, f32 compute)\n\n",
-                cmp.timing.batch, cmp.timing.repeats);
+                "batches of >= %d launches (>= 1 ms), median of >= %d batches (>= %.0f ms per kernel), interleaved with "
+                "cuBLASLt (bf16 out, f32 compute)\n\n",
+                cmp.timing.batch, cmp.timing.repeats, cmp.timing.min_total_ms);
 
     cudaStream_t stream = nullptr;
     TB_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -295,7 +297,7 @@ int main(int argc, char** argv) {
          << "\",\"sms\":" << dev.sms << ",\"l2_bytes\":" << dev.l2_bytes
          << ",\"max_sm_clock_mhz\":" << dev.max_sm_clock_mhz << ",\"nvml\":" << (nvml.available() ? "true" : "false")
          << "},\n\"method\":{\"batch_min\":" << cmp.timing.batch << ",\"repeats\":" << cmp.timing.repeats
-         << ",\"warmup_ms\":" << json_num(cmp.timing.warmup_ms) << ",\"check\":" << (cmp.check ? "true" : "false")
+         << ",\"min_total_ms\":" << json_num(cmp.timing.min_total_ms) << ",\"warmup_ms\":" << json_num(cmp.timing.warmup_ms) << ",\"check\":" << (cmp.check ? "true" : "false")
          << ",\"tol\":" << json_num(cmp.tol) << "},\n\"results\":[\n";
       for (std::size_t i = 0; i < rows.size(); ++i) {
         const auto& r = rows[i];
