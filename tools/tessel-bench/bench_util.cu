@@ -368,6 +368,16 @@ lt_context::~lt_context() {
 lt_gemm::lt_gemm(lt_context& ctx, std::int64_t M, std::int64_t N, std::int64_t K, out_type out, epilogue ep,
                  const void* bias, int max_algos)
     : ctx_(ctx) {
+  try {
+    init(M, N, K, out, ep, bias, max_algos);
+  } catch (...) {
+    destroy();
+    throw;
+  }
+}
+
+void lt_gemm::init(std::int64_t M, std::int64_t N, std::int64_t K, out_type out, epilogue ep, const void* bias,
+                   int max_algos) {
   if (M <= 0 || N <= 0 || K <= 0) throw std::invalid_argument("lt_gemm: empty problem");
   if (ep == epilogue::bias_relu && !bias) throw std::invalid_argument("lt_gemm: bias_relu needs a bias pointer");
   cublasLtMatmulDesc_t op = nullptr;
@@ -416,11 +426,14 @@ lt_gemm::lt_gemm(lt_context& ctx, std::int64_t M, std::int64_t N, std::int64_t K
   if (algos_.empty()) throw cuda_error("cuBLASLt heuristic found no algorithm for this GEMM");
 }
 
-lt_gemm::~lt_gemm() {
+lt_gemm::~lt_gemm() { destroy(); }
+
+void lt_gemm::destroy() noexcept {
   if (d_) cublasLtMatrixLayoutDestroy(static_cast<cublasLtMatrixLayout_t>(d_));
   if (b_) cublasLtMatrixLayoutDestroy(static_cast<cublasLtMatrixLayout_t>(b_));
   if (a_) cublasLtMatrixLayoutDestroy(static_cast<cublasLtMatrixLayout_t>(a_));
   if (op_) cublasLtMatmulDescDestroy(static_cast<cublasLtMatmulDesc_t>(op_));
+  d_ = b_ = a_ = op_ = nullptr;
 }
 
 void lt_gemm::select_algo(int i) {

@@ -180,6 +180,8 @@ public:
   std::string algo_description() const;  ///< "algo 66 tile 20 stages 3 splitK 1 cluster 2 ..."
 
 private:
+  void init(std::int64_t M, std::int64_t N, std::int64_t K, out_type out, epilogue ep, const void* bias, int max_algos);
+  void destroy() noexcept;
   lt_context& ctx_;
   void* op_ = nullptr;                  // cublasLtMatmulDesc_t
   void* a_ = nullptr, *b_ = nullptr, *d_ = nullptr;  // cublasLtMatrixLayout_t
