@@ -1,0 +1,401 @@
+//===- Kernel.cpp - module loading and kernel launch -----------------------===//
+//
+// The GPU half of the launch contract described in Kernel.h; the host-only
+// checks and the parameter plan live in Validate.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessel/Runtime/Kernel.h"
+
+#include <cctype>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include "tessel/Runtime/CudaDriver.h"
+#include "tessel/Runtime/Env.h"
+
+namespace tessel::detail {
+
+using namespace tessel::runtime;
+
+namespace {
+
+std::string hexAddress(const void* p) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "0x%" PRIxPTR, reinterpret_cast<std::uintptr_t>(p));
+  return buf;
+}
+
+/// "sm_90a" -> {9, 0, archSpecific = true}; false if malformed.
+bool parseArch(const std::string& arch, int& major, int& minor, bool& specific) {
+  if (arch.size() < 5 || arch.compare(0, 3, "sm_") != 0)
+    return false;
+  std::string digits;
+  size_t i = 3;
+  while (i < arch.size() && std::isdigit(static_cast<unsigned char>(arch[i])))
+    digits += arch[i++];
+  if (digits.size() < 2)
+    return false;
+  major = std::stoi(digits.substr(0, digits.size() - 1));
+  minor = digits.back() - '0';
+  specific = i < arch.size() && (arch[i] == 'a' || arch[i] == 'f');
+  return true;
+}
+
+/// Unloads a module on scope exit unless released (error paths of loading).
+struct ModuleGuard {
+  const CudaDriver& d;
+  CUmodule m;
+  ~ModuleGuard() {
+    if (m)
+      d.cuModuleUnload(m);
+  }
+};
+
+}  // namespace
+
+kernel_impl::kernel_impl(CompiledKernel k) : compiled_(std::move(k)) {
+  validateCompiledKernel(compiled_);
+}
+
+kernel_impl::~kernel_impl() {
+  if (loaded_.empty())
+    return;
+  const CudaDriver* d = cudaDriver();
+  if (!d)
+    return;
+  // cuModuleUnload works on the current context: switch to each module's.
+  CUcontext previous = nullptr;
+  if (d->cuCtxGetCurrent(&previous) != CUDA_SUCCESS)
+    return;
+  for (const Loaded& l : loaded_) {
+    if (d->cuCtxSetCurrent(static_cast<CUcontext>(l.context)) == CUDA_SUCCESS)
+      d->cuModuleUnload(static_cast<CUmodule>(l.module));
+  }
+  d->cuCtxSetCurrent(previous);
+}
+
+void* kernel_impl::functionFor(void* context) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const Loaded& l : loaded_)
+    if (l.context == context)
+      return l.function;
+
+  const CompiledKernel& k = compiled_;
+  const std::string& name = k.name;
+  const CudaDriver& d = requireCudaDriver("cannot load kernel '" + name + "'");
+  DeviceInfo dev = currentDeviceInfo(name);
+  const std::string devText = "device " + std::to_string(dev.ordinal) + " (" + dev.name + ", sm_" +
+                              std::to_string(dev.ccMajor) + std::to_string(dev.ccMinor) + ")";
+
+  // A cubin runs only on its own major architecture (and an arch-specific
+  // "a" target only on exactly that one); the driver would say
+  // CUDA_ERROR_NO_BINARY_FOR_GPU, which does not say what was expected.
+  int major = 0, minor = 0;
+  bool specific = false;
+  if (parseArch(k.arch, major, minor, specific)) {
+    bool ok;
+    if (specific)
+      ok = dev.ccMajor == major && dev.ccMinor == minor;
+    else if (!k.cubin.empty())
+      ok = dev.ccMajor == major && dev.ccMinor >= minor;
+    else
+      ok = dev.ccMajor * 10 + dev.ccMinor >= major * 10 + minor;
+    if (!ok)
+      throw tessel::error("tessel: kernel '" + name + "' was compiled for " + k.arch + ", but " + devText +
+                          " cannot run it");
+  }
+
+  ModuleGuard module{d, nullptr};
+  if (!k.cubin.empty()) {
+    checkCuda(d.cuModuleLoadData(&module.m, k.cubin.data()), "cuModuleLoadData (cubin)", name,
+              k.arch + " on " + devText);
+  } else {
+    // The driver JIT: keep its log, it is the only explanation of a failure.
+    char errorLog[8192] = {};
+    CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void* values[] = {errorLog, reinterpret_cast<void*>(static_cast<std::uintptr_t>(sizeof(errorLog) - 1))};
+    CUresult r = d.cuModuleLoadDataEx(&module.m, k.ptx.c_str(), 2, opts, values);
+    if (r != CUDA_SUCCESS)
+      throwCudaError(r, "cuModuleLoadDataEx (driver JIT of the PTX)", name,
+                     std::string(k.arch + " on " + devText) + (errorLog[0] ? std::string(": ") + errorLog : ""));
+  }
+
+  CUfunction fn = nullptr;
+  checkCuda(d.cuModuleGetFunction(&fn, module.m, name.c_str()), "cuModuleGetFunction", name);
+
+  // The parameter list of the PTX must be the one the runtime is about to
+  // pass; a mismatch is a compiler bug that would otherwise read garbage.
+  if (d.cuFuncGetParamInfo) {
+    for (size_t i = 0; i <= k.params.size(); ++i) {
+      size_t offset = 0, size = 0;
+      CUresult r = d.cuFuncGetParamInfo(fn, i, &offset, &size);
+      if (i == k.params.size()) {
+        if (r == CUDA_SUCCESS)
+          throw tessel::error("tessel: internal error: kernel '" + name + "' has more than the " +
+                              std::to_string(k.params.size()) + " parameters the runtime passes");
+        break;
+      }
+      if (r != CUDA_SUCCESS)
+        throw tessel::error("tessel: internal error: kernel '" + name + "' has " + std::to_string(i) +
+                            " parameters, the runtime passes " + std::to_string(k.params.size()));
+      size_t expected = k.params[i].kind == ParamSpec::Kind::TmaDescriptor ? 128 : 8;
+      if (size != expected)
+        throw tessel::error("tessel: internal error: kernel '" + name + "' parameter " + std::to_string(i) +
+                            " is " + std::to_string(size) + " bytes in the PTX, the runtime passes " +
+                            std::to_string(expected));
+    }
+  }
+
+  auto funcAttr = [&](CUfunction_attribute a, const char* what) {
+    int v = 0;
+    checkCuda(d.cuFuncGetAttribute(&v, a, fn), std::string("cuFuncGetAttribute(") + what + ")", name);
+    return v;
+  };
+  const long long staticSmem = funcAttr(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, "SHARED_SIZE_BYTES");
+  const long long totalSmem = staticSmem + k.dynamicSmemBytes;
+  if (totalSmem > dev.smemPerBlockOptin)
+    throw tessel::error("tessel: kernel '" + name + "': out of resource: shared memory, required " +
+                        std::to_string(totalSmem) + " bytes (" + std::to_string(staticSmem) + " static + " +
+                        std::to_string(k.dynamicSmemBytes) + " dynamic), hardware limit " +
+                        std::to_string(dev.smemPerBlockOptin) + " bytes per block on " + devText +
+                        "; reduce the stages or the tile size");
+  if (k.dynamicSmemBytes > 48 * 1024)
+    checkCuda(d.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                   static_cast<int>(k.dynamicSmemBytes)),
+              "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", name,
+              std::to_string(k.dynamicSmemBytes) + " bytes");
+  const int maxThreads = funcAttr(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "MAX_THREADS_PER_BLOCK");
+  if (static_cast<int>(k.blockThreads) > maxThreads)
+    throw tessel::error("tessel: kernel '" + name + "' needs " + std::to_string(k.blockThreads) +
+                        " threads per block, but with " +
+                        std::to_string(funcAttr(CU_FUNC_ATTRIBUTE_NUM_REGS, "NUM_REGS")) +
+                        " registers per thread at most " + std::to_string(maxThreads) + " can run on " + devText);
+  if (k.cluster[0] * k.cluster[1] * k.cluster[2] > 8)
+    checkCuda(d.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+              "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)", name);
+
+  loaded_.push_back({context, module.m, fn});
+  module.m = nullptr;  // owned by loaded_ now
+  return fn;
+}
+
+namespace {
+
+/// Every non-empty argument must be device memory that kernels of the current
+/// context can access. Host memory is rejected even where the GPU could map
+/// it: TMA and the GEMM schedules assume device memory, and passing a host
+/// buffer is almost always a mistake.
+void checkDevicePointers(const CudaDriver& d, const CompiledKernel& k, std::span<const tensor_arg> args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const tensor_arg& a = args[i];
+    bool empty = false;
+    for (int dim = 0; dim < a.rank; ++dim)
+      empty |= a.sizes[dim] == 0;
+    if (empty)
+      continue;
+    auto fail = [&](const std::string& rule) {
+      throw tessel::error("tessel: kernel '" + k.name + "' argument " + std::to_string(i) + ": data pointer " +
+                          hexAddress(a.data) + " " + rule);
+    };
+    const CUdeviceptr ptr = static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(a.data));
+    // Zero-filled 8-byte slots: the attributes are 4-byte enums, bools and
+    // ints, so any non-zero byte reads back correctly on little endian.
+    std::uint64_t memoryType = 0, isManaged = 0;
+    int ordinal = -1;
+    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                   CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+    void* data[] = {&memoryType, &isManaged, &ordinal};
+    // cuPointerGetAttributes does not fail for non-CUDA memory: it reports
+    // memory type 0 instead.
+    checkCuda(d.cuPointerGetAttributes(3, attrs, data, ptr), "cuPointerGetAttributes", k.name,
+              "argument " + std::to_string(i));
+    if (isManaged)
+      continue;
+    const auto type = static_cast<CUmemorytype>(static_cast<std::uint32_t>(memoryType));
+    if (type == CU_MEMORYTYPE_HOST)
+      fail("is page-locked host memory (cudaMallocHost / cuMemHostAlloc); tessel kernels need device "
+           "memory (cudaMalloc, cuMemAlloc, a CUDA tensor)");
+    CUdeviceptr usable = 0;
+    const bool accessible =
+        d.cuPointerGetAttribute(&usable, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, ptr) == CUDA_SUCCESS;
+    if (accessible)
+      continue;
+    if (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_ARRAY) {
+      CUdevice current = 0;
+      checkCuda(d.cuCtxGetDevice(&current), "cuCtxGetDevice", k.name);
+      fail("is memory of device " + std::to_string(ordinal) + ", which the current context (device " +
+           std::to_string(static_cast<int>(current)) +
+           ") cannot access; launch on that device or enable peer access");
+    }
+    fail("is not CUDA device memory (a host pointer, or memory freed already?); pass memory from "
+         "cudaMalloc / cuMemAlloc or a CUDA tensor");
+  }
+}
+
+CUtensorMapDataType tmaDataType(dtype t) {
+  switch (t) {
+  case dtype::f16:
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  case dtype::bf16:
+    return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  case dtype::f32:
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  case dtype::i32:
+    return CU_TENSOR_MAP_DATA_TYPE_INT32;
+  default:
+    break;
+  }
+  throw tessel::error(std::string("tessel: internal error: TMA cannot load ") + dtypeName(t));
+}
+
+CUtensorMapSwizzle tmaSwizzle(int bytes) {
+  switch (bytes) {
+  case 32:
+    return CU_TENSOR_MAP_SWIZZLE_32B;
+  case 64:
+    return CU_TENSOR_MAP_SWIZZLE_64B;
+  case 128:
+    return CU_TENSOR_MAP_SWIZZLE_128B;
+  default:
+    return CU_TENSOR_MAP_SWIZZLE_NONE;
+  }
+}
+
+}  // namespace
+
+void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_arg> args) {
+  const CompiledKernel& k = kernel.compiled();
+  validateArgs(k, args, g);
+
+  CUstream s = static_cast<CUstream>(stream);
+  CUcontext ctx = ensureContext(s, k.name);  // throws "no GPU"
+  const CudaDriver& d = *cudaDriver();
+
+  if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD) {
+    CUcontext streamCtx = nullptr;
+    checkCuda(d.cuStreamGetCtx(s, &streamCtx), "cuStreamGetCtx (checking the stream passed to launch)", k.name);
+    if (streamCtx != ctx)
+      throw tessel::error("tessel: kernel '" + k.name +
+                          "': the stream belongs to another CUDA context than the one current on this thread");
+  }
+  checkDevicePointers(d, k, args);
+  if (hasEmptyArg(args))
+    return;  // documented in Kernel.h: nothing to launch for empty tensors
+
+  CUfunction fn = static_cast<CUfunction>(kernel.functionFor(ctx));
+
+  std::vector<ParamValue> plan = planParams(k, args);
+  std::vector<std::uint64_t> scalars(plan.size());
+  size_t tmaCount = 0;
+  for (const ParamValue& v : plan)
+    tmaCount += v.kind == ParamSpec::Kind::TmaDescriptor;
+  std::vector<CUtensorMap> maps(tmaCount);  // CUtensorMap is alignas(64)
+  std::vector<void*> params(plan.size());
+  size_t nextMap = 0;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const ParamValue& v = plan[i];
+    if (v.kind != ParamSpec::Kind::TmaDescriptor) {
+      scalars[i] = v.scalar;
+      params[i] = &scalars[i];
+      continue;
+    }
+    const TmaEncoding& e = v.tma;
+    CUtensorMap* map = &maps[nextMap++];
+    std::memset(map, 0, sizeof(*map));
+    CUresult r = d.cuTensorMapEncodeTiled(
+        map, tmaDataType(e.type), e.rank, const_cast<void*>(e.globalAddress), e.globalDim, e.globalStrides,
+        e.boxDim, e.elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE, tmaSwizzle(e.swizzleBytes),
+        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+      throwCudaError(r, "cuTensorMapEncodeTiled", k.name,
+                     "parameter " + std::to_string(i) + ", argument " + std::to_string(k.params[i].arg) + ": " +
+                         describeTma(e));
+    params[i] = map;
+  }
+
+  CUlaunchConfig config{};
+  config.gridDimX = g.x;
+  config.gridDimY = g.y;
+  config.gridDimZ = g.z;
+  config.blockDimX = k.blockThreads;
+  config.blockDimY = 1;
+  config.blockDimZ = 1;
+  config.sharedMemBytes = k.dynamicSmemBytes;
+  config.hStream = s;
+  CUlaunchAttribute cluster{};
+  const bool clustered = k.cluster[0] * k.cluster[1] * k.cluster[2] > 1;
+  if (clustered) {
+    cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    cluster.value.clusterDim.x = k.cluster[0];
+    cluster.value.clusterDim.y = k.cluster[1];
+    cluster.value.clusterDim.z = k.cluster[2];
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+  }
+  auto shape = [&] {
+    return "grid (" + std::to_string(g.x) + ", " + std::to_string(g.y) + ", " + std::to_string(g.z) +
+           "), block " + std::to_string(k.blockThreads) + ", dynamic shared memory " +
+           std::to_string(k.dynamicSmemBytes) + " bytes, cluster (" + std::to_string(k.cluster[0]) + ", " +
+           std::to_string(k.cluster[1]) + ", " + std::to_string(k.cluster[2]) + ")";
+  };
+  if (CUresult r = d.cuLaunchKernelEx(&config, fn, params.data(), nullptr); r != CUDA_SUCCESS)
+    throwCudaError(r, "cuLaunchKernelEx", k.name, shape());
+  if (envFlag("TESSEL_DEBUG"))
+    checkCuda(d.cuStreamSynchronize(s), "cuStreamSynchronize after the launch (TESSEL_DEBUG)", k.name, shape());
+}
+
+std::string stage_text(const kernel_impl& kernel, const std::string& stage) {
+  const CompiledKernel& k = kernel.compiled();
+  if (stage == "ptx")
+    return k.ptx;
+  if (stage == "ptxas.log")
+    return k.ptxasLog;
+  if (stage == "cubin")
+    return k.cubin;
+  // Best match first: the whole file name, its extension ("ll" ->
+  // "kernel.ll"), its stem without the "NN-" order prefix ("llvm" ->
+  // "03-llvm.mlir"), and only then any file name containing the string (so
+  // that "ll" does not pick "03-llvm.mlir" over "04-kernel.ll").
+  auto stem = [](const std::string& n) {
+    std::string s = n.substr(0, n.rfind('.'));
+    size_t dash = s.find('-');
+    if (dash != std::string::npos && dash > 0 &&
+        s.find_first_not_of("0123456789") == dash)
+      s = s.substr(dash + 1);
+    return s;
+  };
+  auto extension = [](const std::string& n) {
+    size_t dot = n.rfind('.');
+    return dot == std::string::npos ? std::string() : n.substr(dot + 1);
+  };
+  if (!stage.empty()) {
+    for (int level = 0; level < 4; ++level)
+      for (const auto& [name, text] : k.stages) {
+        bool match = level == 0   ? name == stage
+                     : level == 1 ? extension(name) == stage
+                     : level == 2 ? stem(name) == stage
+                                  : name.find(stage) != std::string::npos;
+        if (match)
+          return text;
+      }
+  }
+  std::string available = "ptx, ptxas.log";
+  if (!k.cubin.empty())
+    available += ", cubin";
+  for (const auto& st : k.stages)
+    available += ", " + st.first;
+  throw tessel::error("tessel: kernel '" + k.name + "' has no stage '" + stage + "'; available: " + available);
+}
+
+}  // namespace tessel::detail
+
+namespace tessel::runtime {
+
+std::shared_ptr<detail::kernel_impl> makeKernel(CompiledKernel k) {
+  warnUnknownKnobsOnce();
+  return std::make_shared<detail::kernel_impl>(std::move(k));
+}
+
+}  // namespace tessel::runtime

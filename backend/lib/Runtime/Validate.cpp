@@ -1,0 +1,327 @@
+//===- Validate.cpp - host-side checks and parameter planning --------------===//
+//
+// Everything in this file runs without a GPU, so the unit tests (and CI)
+// exercise every rule. The TMA rules are those of cuTensorMapEncodeTiled's
+// documentation; checking them here turns the driver's bare
+// CUDA_ERROR_INVALID_VALUE into a message naming the argument and the rule.
+//
+//===----------------------------------------------------------------------===//
+
+#include <cinttypes>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+
+#include "tessel/Runtime/Kernel.h"
+
+namespace tessel::runtime {
+
+std::size_t elementSize(dtype t) {
+  switch (t) {
+  case dtype::f16:
+  case dtype::bf16:
+    return 2;
+  case dtype::f32:
+  case dtype::i32:
+    return 4;
+  case dtype::i1:
+    return 1;
+  case dtype::index:
+    return 8;
+  }
+  return 1;
+}
+
+const char* dtypeName(dtype t) {
+  switch (t) {
+  case dtype::f16:
+    return "f16";
+  case dtype::bf16:
+    return "bf16";
+  case dtype::f32:
+    return "f32";
+  case dtype::i32:
+    return "i32";
+  case dtype::i1:
+    return "i1";
+  case dtype::index:
+    return "index";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr std::int64_t kTmaMaxDim = std::int64_t(1) << 32;
+constexpr std::int64_t kTmaMaxStrideBytes = std::int64_t(1) << 40;
+
+bool tmaCapable(dtype t) {
+  return t == dtype::f16 || t == dtype::bf16 || t == dtype::f32 || t == dtype::i32;
+}
+
+std::string hexAddress(const void* p) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "0x%" PRIxPTR, reinterpret_cast<std::uintptr_t>(p));
+  return buf;
+}
+
+const char* kindName(ParamSpec::Kind k) {
+  switch (k) {
+  case ParamSpec::Kind::Pointer:
+    return "pointer";
+  case ParamSpec::Kind::Size:
+    return "size";
+  case ParamSpec::Kind::Stride:
+    return "stride";
+  case ParamSpec::Kind::TmaDescriptor:
+    return "TMA descriptor";
+  }
+  return "?";
+}
+
+bool hasStrideParam(const CompiledKernel& k, int arg, int dim) {
+  for (const ParamSpec& p : k.params)
+    if (p.kind == ParamSpec::Kind::Stride && p.arg == arg && p.dim == dim)
+      return true;
+  return false;
+}
+
+/// The byte stride TMA is given for outer dimension `d` of `a`. A dimension
+/// of size 1 is never stepped along, so its stride is free; the user's value
+/// (PyTorch puts anything there) is replaced by the smallest legal one that
+/// cannot overlap the inner dimensions.
+std::uint64_t tmaStrideBytes(const tensor_arg& a, int d) {
+  const std::int64_t elem = static_cast<std::int64_t>(elementSize(a.type));
+  if (a.sizes[d] != 1)
+    return static_cast<std::uint64_t>(a.strides[d] * elem);
+  std::int64_t span = elem;
+  for (int e = d + 1; e < a.rank; ++e)
+    if (a.sizes[e] > 1)
+      span += (a.sizes[e] - 1) * a.strides[e] * elem;
+  return static_cast<std::uint64_t>((span + 15) / 16 * 16);
+}
+
+}  // namespace
+
+void validateCompiledKernel(const CompiledKernel& k) {
+  auto fail = [&](const std::string& what) {
+    throw tessel::error("tessel: internal error: kernel '" + k.name + "' " + what);
+  };
+  if (k.name.empty())
+    throw tessel::error("tessel: internal error: compiled kernel has no name");
+  if (k.ptx.empty() && k.cubin.empty())
+    fail("has neither PTX nor a cubin");
+  if (k.arch.rfind("sm_", 0) != 0)
+    fail("has architecture '" + k.arch + "'; expected sm_XY[a]");
+  if (k.blockThreads < 1 || k.blockThreads > 1024)
+    fail("has " + std::to_string(k.blockThreads) + " threads per block; expected 1..1024");
+  for (int i = 0; i < 3; ++i)
+    if (k.cluster[i] < 1)
+      fail("has cluster extent 0 along axis " + std::to_string(i));
+  if (std::uint64_t(k.cluster[0]) * k.cluster[1] * k.cluster[2] > 16)
+    fail("has a cluster of more than 16 CTAs");
+  for (std::size_t i = 0; i < k.args.size(); ++i)
+    if (k.args[i].rank < 1 || k.args[i].rank > 3)
+      fail("argument " + std::to_string(i) + " has rank " + std::to_string(k.args[i].rank) +
+           "; tensors have rank 1..3");
+
+  for (std::size_t pi = 0; pi < k.params.size(); ++pi) {
+    const ParamSpec& p = k.params[pi];
+    std::string where = "parameter " + std::to_string(pi) + " (" + kindName(p.kind) + " of argument " +
+                        std::to_string(p.arg) + ")";
+    if (p.arg < 0 || static_cast<std::size_t>(p.arg) >= k.args.size())
+      fail(where + " refers to a missing argument (the kernel has " + std::to_string(k.args.size()) +
+           ")");
+    const ArgSpec& a = k.args[p.arg];
+    if ((p.kind == ParamSpec::Kind::Size || p.kind == ParamSpec::Kind::Stride) &&
+        (p.dim < 0 || p.dim >= a.rank))
+      fail(where + " refers to dimension " + std::to_string(p.dim) + " of a rank-" +
+           std::to_string(a.rank) + " tensor");
+    if (p.kind != ParamSpec::Kind::TmaDescriptor)
+      continue;
+    if (!a.loadedByTma)
+      fail(where + ": the argument is not marked loadedByTma");
+    if (!tmaCapable(a.type))
+      fail(where + ": TMA cannot load " + dtypeName(a.type) + " tensors");
+    if (p.swizzleBytes != 0 && p.swizzleBytes != 32 && p.swizzleBytes != 64 && p.swizzleBytes != 128)
+      fail(where + ": swizzle of " + std::to_string(p.swizzleBytes) + " bytes; expected 0, 32, 64 or 128");
+    for (int d = 0; d < a.rank; ++d)
+      if (p.box[d] < 1 || p.box[d] > 256)
+        fail(where + ": box extent " + std::to_string(p.box[d]) + " along dimension " + std::to_string(d) +
+             " (innermost first) is outside 1..256");
+    std::uint64_t innerBytes = p.box[0] * elementSize(a.type);
+    if (innerBytes % 16 != 0)
+      fail(where + ": inner box extent " + std::to_string(p.box[0]) + " x " +
+           std::to_string(elementSize(a.type)) + " bytes is not a multiple of 16 bytes");
+    if (p.swizzleBytes != 0 && innerBytes > static_cast<std::uint64_t>(p.swizzleBytes))
+      fail(where + ": inner box extent of " + std::to_string(innerBytes) + " bytes exceeds the " +
+           std::to_string(p.swizzleBytes) + "-byte swizzle span");
+  }
+}
+
+bool hasEmptyArg(std::span<const tensor_arg> args) {
+  for (const tensor_arg& a : args)
+    for (int d = 0; d < a.rank && d < 3; ++d)
+      if (a.sizes[d] == 0)
+        return true;
+  return false;
+}
+
+void validateArgs(const CompiledKernel& k, std::span<const tensor_arg> args, grid g) {
+  const std::string kernel = "tessel: kernel '" + k.name + "'";
+  if (args.size() != k.args.size())
+    throw tessel::error(kernel + ": expected " + std::to_string(k.args.size()) + " argument" +
+                        (k.args.size() == 1 ? "" : "s") + ", got " + std::to_string(args.size()));
+
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const ArgSpec& spec = k.args[i];
+    const tensor_arg& a = args[i];
+    auto fail = [&](const std::string& rule) {
+      throw tessel::error(kernel + " argument " + std::to_string(i) + ": " + rule);
+    };
+    auto dimName = [](int d) { return "dimension " + std::to_string(d); };
+
+    if (a.rank != spec.rank)
+      fail("expected rank " + std::to_string(spec.rank) + ", got " + std::to_string(a.rank));
+    if (a.rank < 1 || a.rank > 3)
+      fail("rank " + std::to_string(a.rank) + " is outside 1..3");
+    if (a.type != spec.type)
+      fail(std::string("expected dtype ") + dtypeName(spec.type) + ", got " + dtypeName(a.type));
+
+    const int rank = a.rank;
+    const int inner = rank - 1;
+    const bool tma = spec.loadedByTma;
+    const std::int64_t elem = static_cast<std::int64_t>(elementSize(a.type));
+    bool empty = false;
+    for (int d = 0; d < rank; ++d) {
+      if (a.sizes[d] < 0)
+        fail("size of " + dimName(d) + " is " + std::to_string(a.sizes[d]) + "; sizes must be >= 0");
+      empty |= a.sizes[d] == 0;
+    }
+    for (int d = 0; d < rank; ++d)
+      if (a.sizes[d] != 1 && a.strides[d] < 1)
+        fail("stride of " + dimName(d) + " is " + std::to_string(a.strides[d]) +
+             "; strides must be >= 1 (only dimensions of size 1 may have any stride)");
+    const bool unitInner = tma || !hasStrideParam(k, static_cast<int>(i), inner);
+    if (unitInner && a.sizes[inner] != 1 && a.strides[inner] != 1)
+      fail("innermost stride (" + dimName(inner) + ") must be 1, got " + std::to_string(a.strides[inner]) +
+           (tma ? ": the innermost dimension must be contiguous for TMA"
+                : ": the kernel assumes a contiguous innermost dimension"));
+    if (!empty && a.data == nullptr)
+      fail("data pointer is null");
+
+    // The furthest element must be addressable: sum of (size-1)*stride*elem.
+    if (!empty) {
+      std::int64_t span = 0;
+      for (int d = 0; d < rank; ++d) {
+        if (a.sizes[d] <= 1)
+          continue;
+        std::int64_t step = 0;
+        if (__builtin_mul_overflow(a.sizes[d] - 1, a.strides[d], &step) ||
+            __builtin_mul_overflow(step, elem, &step) || __builtin_add_overflow(span, step, &span))
+          fail("the tensor spans more than 2^63 bytes (sizes x strides overflow)");
+      }
+    }
+
+    if (!tma)
+      continue;
+    for (int d = 0; d < rank; ++d)
+      if (a.sizes[d] > kTmaMaxDim)
+        fail("size of " + dimName(d) + " is " + std::to_string(a.sizes[d]) +
+             "; TMA allows at most 2^32 elements per dimension");
+    if (a.data && reinterpret_cast<std::uintptr_t>(a.data) % 16 != 0)
+      fail("data address " + hexAddress(a.data) +
+           " is not 16-byte aligned (TMA requires a 16-byte aligned base address)");
+    for (int d = 0; d < inner; ++d) {
+      if (a.sizes[d] == 1)
+        continue;  // never stepped along; planParams substitutes a legal stride
+      std::int64_t bytes = a.strides[d] * elem;
+      if (bytes % 16 != 0)
+        fail("stride of " + dimName(d) + " is " + std::to_string(a.strides[d]) + " elements = " +
+             std::to_string(bytes) + " bytes, not a multiple of 16 bytes (TMA requirement: pad it to a "
+             "multiple of " + std::to_string(16 / elem) + " elements)");
+      if (bytes >= kTmaMaxStrideBytes)
+        fail("stride of " + dimName(d) + " is " + std::to_string(bytes) +
+             " bytes; TMA requires strides below 2^40 bytes");
+    }
+  }
+
+  const std::string gridText = "grid (" + std::to_string(g.x) + ", " + std::to_string(g.y) + ", " +
+                               std::to_string(g.z) + ")";
+  const unsigned ext[3] = {g.x, g.y, g.z};
+  const unsigned limit[3] = {2147483647u, 65535u, 65535u};
+  const char* axis[3] = {"x", "y", "z"};
+  for (int i = 0; i < 3; ++i) {
+    if (ext[i] < 1)
+      throw tessel::error(kernel + ": " + gridText + ": grid." + axis[i] +
+                          " is 0; every grid extent must be >= 1");
+    if (ext[i] > limit[i])
+      throw tessel::error(kernel + ": " + gridText + ": grid." + axis[i] + " is " +
+                          std::to_string(ext[i]) + "; CUDA allows at most " + std::to_string(limit[i]));
+    if (ext[i] % k.cluster[i] != 0)
+      throw tessel::error(kernel + ": " + gridText + ": grid." + axis[i] + " = " + std::to_string(ext[i]) +
+                          " is not a multiple of the cluster extent " + std::to_string(k.cluster[i]) +
+                          " (the kernel was compiled for cluster (" + std::to_string(k.cluster[0]) + ", " +
+                          std::to_string(k.cluster[1]) + ", " + std::to_string(k.cluster[2]) + "))");
+  }
+}
+
+std::vector<ParamValue> planParams(const CompiledKernel& k, std::span<const tensor_arg> args) {
+  std::vector<ParamValue> plan;
+  plan.reserve(k.params.size());
+  for (const ParamSpec& p : k.params) {
+    const tensor_arg& a = args[p.arg];
+    ParamValue v;
+    v.kind = p.kind;
+    switch (p.kind) {
+    case ParamSpec::Kind::Pointer:
+      v.scalar = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(a.data));
+      break;
+    case ParamSpec::Kind::Size:
+      v.scalar = static_cast<std::uint64_t>(a.sizes[p.dim]);
+      break;
+    case ParamSpec::Kind::Stride:
+      v.scalar = static_cast<std::uint64_t>(a.strides[p.dim]);
+      break;
+    case ParamSpec::Kind::TmaDescriptor: {
+      TmaEncoding& e = v.tma;
+      e.type = a.type;
+      e.rank = static_cast<std::uint32_t>(a.rank);
+      e.globalAddress = a.data;
+      e.swizzleBytes = p.swizzleBytes;
+      // tensor_arg is outermost first; the tensor map is innermost first.
+      for (int j = 0; j < a.rank; ++j) {
+        e.globalDim[j] = static_cast<std::uint64_t>(a.sizes[a.rank - 1 - j]);
+        e.boxDim[j] = p.box[j];
+        e.elementStrides[j] = 1;
+      }
+      for (int j = 1; j < a.rank; ++j)
+        e.globalStrides[j - 1] = tmaStrideBytes(a, a.rank - 1 - j);
+      break;
+    }
+    }
+    plan.push_back(v);
+  }
+  return plan;
+}
+
+std::string describeTma(const TmaEncoding& e) {
+  std::ostringstream os;
+  auto list = [&](const auto* v, std::uint32_t n) {
+    os << '[';
+    for (std::uint32_t i = 0; i < n; ++i)
+      os << (i ? ", " : "") << v[i];
+    os << ']';
+  };
+  os << dtypeName(e.type) << ", rank " << e.rank << ", address " << hexAddress(e.globalAddress)
+     << ", globalDim ";
+  list(e.globalDim, e.rank);
+  os << " (innermost first), globalStrides ";
+  list(e.globalStrides, e.rank > 0 ? e.rank - 1 : 0);
+  os << " bytes, box ";
+  list(e.boxDim, e.rank);
+  os << ", swizzle " << e.swizzleBytes << "B";
+  return os.str();
+}
+
+}  // namespace tessel::runtime

@@ -1,0 +1,102 @@
+//===- KernelTest.cpp - kernel_impl, stage_text, GPU availability ----------===//
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "TestSupport.h"
+#include "tessel/Runtime/CudaDriver.h"
+#include "tessel/Runtime/Kernel.h"
+
+using namespace tessel;
+using namespace tessel::testing;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
+
+namespace {
+
+TEST(StageText, NamedStagesMapToCompiledKernelFields) {
+  CompiledKernel ck = gemmKernel();
+  ck.cubin = std::string("\x7f" "ELF\0\1", 6);
+  auto k = runtime::makeKernel(ck);
+  EXPECT_EQ(detail::stage_text(*k, "ptx"), ck.ptx);
+  EXPECT_EQ(detail::stage_text(*k, "ptxas.log"), ck.ptxasLog);
+  EXPECT_EQ(detail::stage_text(*k, "cubin"), ck.cubin);
+  EXPECT_EQ(detail::stage_text(*k, "cubin").size(), 6u);  // binary, NUL included
+}
+
+TEST(StageText, StagesMatchByNameExtensionStemThenSubstring) {
+  auto k = runtime::makeKernel(gemmKernel());
+  EXPECT_EQ(detail::stage_text(*k, "tessel"), "tessel ir");
+  EXPECT_EQ(detail::stage_text(*k, "hopper"), "hopper ir");
+  EXPECT_EQ(detail::stage_text(*k, "llvm"), "llvm dialect");
+  // "ll" is in "03-llvm.mlir" too; the extension match wins.
+  EXPECT_EQ(detail::stage_text(*k, "ll"), "llvm ir");
+  EXPECT_EQ(detail::stage_text(*k, "sass"), "sass text");
+  EXPECT_EQ(detail::stage_text(*k, "04-kernel.ll"), "llvm ir");
+  EXPECT_EQ(detail::stage_text(*k, "hop"), "hopper ir");  // substring, last resort
+}
+
+TEST(StageText, UnknownStageListsTheAvailableOnes) {
+  auto k = runtime::makeKernel(gemmKernel());
+  EXPECT_THAT([&] { detail::stage_text(*k, "nvvm"); },
+              ThrowsMessage<tessel::error>(AllOf(
+                  HasSubstr("tessel: kernel 'gemm' has no stage 'nvvm'; available: ptx, ptxas.log, "
+                            "01-tessel.mlir, 02-hopper.mlir"),
+                  HasSubstr("05-kernel.sass"))));
+}
+
+TEST(GpuAvailable, GivesAReasonWhenFalse) {
+  std::string why;
+  bool available = detail::gpu_available(&why);
+  if (available) {
+    std::printf("GPU available (driver %d, %d device(s))\n", runtime::cudaDriver()->driverVersion,
+                runtime::cudaDriver()->deviceCount);
+    SUCCEED();
+  } else {
+    std::printf("no GPU: %s\n", why.c_str());
+    EXPECT_FALSE(why.empty());
+    // The reason is stable and also reachable without an out-parameter.
+    EXPECT_FALSE(detail::gpu_available());
+    std::string again;
+    detail::gpu_available(&again);
+    EXPECT_EQ(again, why);
+  }
+}
+
+TEST(Launch, ValidatesBeforeTouchingTheGpu) {
+  // The validation message comes first, GPU or not.
+  auto k = runtime::makeKernel(gemmKernel());
+  std::vector<tensor_arg> args = gemmArgs();
+  args[0].rank = 1;
+  EXPECT_THAT([&] { detail::launch(*k, nullptr, {2, 1, 1}, args); },
+              ThrowsMessage<tessel::error>(HasSubstr("tessel: kernel 'gemm' argument 0: expected rank 2, got 1")));
+}
+
+TEST(Launch, SaysNoGpuWithoutOne) {
+  std::string why;
+  if (detail::gpu_available(&why))
+    GTEST_SKIP() << "a GPU is available: this test is about machines without one";
+  auto k = runtime::makeKernel(gemmKernel());
+  std::vector<tensor_arg> args = gemmArgs();
+  EXPECT_THAT([&] { detail::launch(*k, nullptr, {2, 1, 1}, args); },
+              ThrowsMessage<tessel::error>(
+                  AllOf(HasSubstr("tessel: cannot launch kernel 'gemm': no GPU: "), HasSubstr(why))));
+}
+
+TEST(CudaErrors, MessagesCarryOperationKernelAndStickiness) {
+  EXPECT_THAT([] { runtime::checkCuda(CUDA_ERROR_INVALID_VALUE, "cuLaunchKernelEx", "gemm", "grid (1, 1, 1)"); },
+              ThrowsMessage<tessel::error>(AllOf(HasSubstr("tessel: kernel 'gemm': cuLaunchKernelEx failed: "),
+                                                 HasSubstr("[grid (1, 1, 1)]"))));
+  EXPECT_THAT([] { runtime::checkCuda(CUDA_ERROR_ILLEGAL_ADDRESS, "cuStreamSynchronize", "gemm"); },
+              ThrowsMessage<tessel::error>(HasSubstr("the CUDA context is now unusable")));
+  EXPECT_NO_THROW(runtime::checkCuda(CUDA_SUCCESS, "nothing"));
+  EXPECT_TRUE(runtime::isStickyCudaError(CUDA_ERROR_ILLEGAL_ADDRESS));
+  EXPECT_FALSE(runtime::isStickyCudaError(CUDA_ERROR_INVALID_VALUE));
+  // With libcuda loaded the text is the driver's name for the error; without
+  // it, the number.
+  std::string text = runtime::cudaErrorText(CUDA_ERROR_INVALID_VALUE);
+  EXPECT_TRUE(text == "CUDA_ERROR_INVALID_VALUE (invalid argument)" || text == "CUDA error 1") << text;
+}
+
+}  // namespace

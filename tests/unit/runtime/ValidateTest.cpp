@@ -1,0 +1,306 @@
+//===- ValidateTest.cpp - argument validation and parameter planning -------===//
+//
+// Every rule of runtime::validateArgs fires with a message naming the kernel,
+// the argument index and the rule; validateCompiledKernel rejects malformed
+// compiler output; planParams lays parameters out as cuTensorMapEncodeTiled
+// and the PTX expect. None of this needs a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "TestSupport.h"
+#include "tessel/Runtime/Kernel.h"
+
+using namespace tessel;
+using namespace tessel::testing;
+using runtime::validateArgs;
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
+
+namespace {
+
+/// Runs validateArgs on gemmKernel() after `edit` changes the valid args.
+template <typename Edit>
+void validateEdited(Edit edit, grid g = {2, 1, 1}, CompiledKernel k = gemmKernel()) {
+  std::vector<tensor_arg> args = gemmArgs();
+  edit(args);
+  validateArgs(k, args, g);
+}
+
+TEST(ValidateArgs, AcceptsValidArguments) {
+  EXPECT_NO_THROW(validateEdited([](auto&) {}));
+}
+
+TEST(ValidateArgs, ArgumentCount) {
+  EXPECT_THAT([] { validateEdited([](auto& a) { a.pop_back(); }); },
+              ThrowsMessage<tessel::error>(HasSubstr("tessel: kernel 'gemm': expected 3 arguments, got 2")));
+}
+
+TEST(ValidateArgs, Rank) {
+  EXPECT_THAT([] {
+    validateEdited([](auto& a) {
+      a[1].rank = 3;
+      a[1].sizes[2] = 1;
+      a[1].strides = {128 * 512, 128, 1};
+    });
+  },
+              ThrowsMessage<tessel::error>(HasSubstr("tessel: kernel 'gemm' argument 1: expected rank 2, got 3")));
+}
+
+TEST(ValidateArgs, Dtype) {
+  EXPECT_THAT([] { validateEdited([](auto& a) { a[1].type = dtype::f16; }); },
+              ThrowsMessage<tessel::error>(
+                  HasSubstr("tessel: kernel 'gemm' argument 1: expected dtype bf16, got f16")));
+}
+
+TEST(ValidateArgs, NegativeSize) {
+  EXPECT_THAT([] { validateEdited([](auto& a) { a[2].sizes[0] = -1; }); },
+              ThrowsMessage<tessel::error>(
+                  HasSubstr("argument 2: size of dimension 0 is -1; sizes must be >= 0")));
+}
+
+TEST(ValidateArgs, StrideBelowOne) {
+  EXPECT_THAT([] { validateEdited([](auto& a) { a[2].strides[0] = 0; }); },
+              ThrowsMessage<tessel::error>(
+                  HasSubstr("argument 2: stride of dimension 0 is 0; strides must be >= 1")));
+  EXPECT_THAT([] { validateEdited([](auto& a) { a[2].strides[0] = -128; }); },
+              ThrowsMessage<tessel::error>(HasSubstr("argument 2: stride of dimension 0 is -128")));
+}
+
+TEST(ValidateArgs, SizeOneDimensionMayHaveAnyStride) {
+  // PyTorch gives size-1 dimensions arbitrary strides (0 after expand, or a
+  // value that is not a multiple of 16 bytes): they are never stepped along.
+  EXPECT_NO_THROW(validateEdited([](auto& a) {
+    a[2].sizes[0] = 1;
+    a[2].strides[0] = 0;
+    a[0].sizes[0] = 1;
+    a[0].strides[0] = 7;
+  }));
+}
+
+TEST(ValidateArgs, TmaInnermostStride) {
+  EXPECT_THAT([] { validateEdited([](auto& a) { a[0].strides = {1024, 2, 0}; }); },
+              ThrowsMessage<tessel::error>(
+                  HasSubstr("argument 0: innermost stride (dimension 1) must be 1, got 2: the innermost "
+                            "dimension must be contiguous for TMA")));
+}
+
+TEST(ValidateArgs, InnermostStrideInferredFromParams) {
+  // gemmKernel() passes no stride of C's innermost dimension: C must be
+  // contiguous there.
+  EXPECT_THAT([] { validateEdited([](auto& a) { a[2].strides = {256, 2, 0}; }); },
+              ThrowsMessage<tessel::error>(
+                  HasSubstr("argument 2: innermost stride (dimension 1) must be 1, got 2: the kernel "
+                            "assumes a contiguous innermost dimension")));
+  // With that stride among the parameters, any stride >= 1 is fine.
+  CompiledKernel k = gemmKernel();
+  k.params.push_back({ParamSpec::Kind::Stride, 2, 1});
+  EXPECT_NO_THROW(validateEdited([](auto& a) { a[2].strides = {256, 2, 0}; }, {2, 1, 1}, k));
+}
+
+TEST(ValidateArgs, NullPointer) {
+  EXPECT_THAT([] { validateEdited([](auto& a) { a[2].data = nullptr; }); },
+              ThrowsMessage<tessel::error>(HasSubstr("tessel: kernel 'gemm' argument 2: data pointer is null")));
+}
+
+TEST(ValidateArgs, EmptyTensorMayBeNull) {
+  std::vector<tensor_arg> args = gemmArgs();
+  args[0].sizes[1] = 0;  // K == 0
+  args[0].data = nullptr;
+  EXPECT_NO_THROW(validateArgs(gemmKernel(), args, {2, 1, 1}));
+  EXPECT_TRUE(runtime::hasEmptyArg(args));
+  EXPECT_FALSE(runtime::hasEmptyArg(gemmArgs()));
+}
+
+TEST(ValidateArgs, TmaBaseAlignment) {
+  EXPECT_THAT([] { validateEdited([](auto& a) { a[1].data = fakeAddress(0x7f0000200008); }); },
+              ThrowsMessage<tessel::error>(
+                  HasSubstr("argument 1: data address 0x7f0000200008 is not 16-byte aligned (TMA requires")));
+  // Pointer arguments have no such rule.
+  EXPECT_NO_THROW(validateEdited([](auto& a) { a[2].data = fakeAddress(0x7f0000300004); }));
+}
+
+TEST(ValidateArgs, TmaStrideMultipleOf16Bytes) {
+  EXPECT_THAT([] { validateEdited([](auto& a) { a[0].strides[0] = 516; }); },
+              ThrowsMessage<tessel::error>(HasSubstr(
+                  "argument 0: stride of dimension 0 is 516 elements = 1032 bytes, not a multiple of 16 bytes "
+                  "(TMA requirement: pad it to a multiple of 8 elements)")));
+  // An f32 pointer argument need not be padded.
+  EXPECT_NO_THROW(validateEdited([](auto& a) { a[2].strides[0] = 129; }));
+}
+
+TEST(ValidateArgs, TmaStrideBelow2To40) {
+  EXPECT_THAT([] {
+    validateEdited([](auto& a) {
+      a[0].sizes = {2, 512, 0};
+      a[0].strides = {std::int64_t(1) << 39, 1, 0};  // 2^40 bytes of bf16
+    });
+  },
+              ThrowsMessage<tessel::error>(HasSubstr(
+                  "argument 0: stride of dimension 0 is 1099511627776 bytes; TMA requires strides below 2^40")));
+}
+
+TEST(ValidateArgs, TmaSizeAtMost2To32) {
+  EXPECT_THAT([] {
+    validateEdited([](auto& a) {
+      a[1].sizes = {1, (std::int64_t(1) << 32) + 8, 0};
+      a[1].strides = {(std::int64_t(1) << 32) + 8, 1, 0};
+    });
+  },
+              ThrowsMessage<tessel::error>(HasSubstr(
+                  "argument 1: size of dimension 1 is 4294967304; TMA allows at most 2^32 elements")));
+}
+
+TEST(ValidateArgs, ExtentOverflow) {
+  EXPECT_THAT([] {
+    validateEdited([](auto& a) {
+      a[2].sizes = {std::int64_t(1) << 61, 128, 0};
+      a[2].strides = {128, 1, 0};
+    });
+  },
+              ThrowsMessage<tessel::error>(HasSubstr("argument 2: the tensor spans more than 2^63 bytes")));
+}
+
+TEST(ValidateArgs, GridExtents) {
+  auto withGrid = [](grid g) { return [g] { validateEdited([](auto&) {}, g); }; };
+  EXPECT_THAT(withGrid({0, 1, 1}),
+              ThrowsMessage<tessel::error>(HasSubstr("tessel: kernel 'gemm': grid (0, 1, 1): grid.x is 0; every "
+                                                     "grid extent must be >= 1")));
+  EXPECT_THAT(withGrid({1, 0, 1}), ThrowsMessage<tessel::error>(HasSubstr("grid.y is 0")));
+  EXPECT_THAT(withGrid({1, 1, 0}), ThrowsMessage<tessel::error>(HasSubstr("grid.z is 0")));
+  EXPECT_THAT(withGrid({1, 65536, 1}),
+              ThrowsMessage<tessel::error>(HasSubstr("grid.y is 65536; CUDA allows at most 65535")));
+  EXPECT_THAT(withGrid({1, 1, 70000}),
+              ThrowsMessage<tessel::error>(HasSubstr("grid.z is 70000; CUDA allows at most 65535")));
+  EXPECT_THAT(withGrid({2147483648u, 1, 1}),
+              ThrowsMessage<tessel::error>(HasSubstr("grid.x is 2147483648; CUDA allows at most 2147483647")));
+  EXPECT_NO_THROW(withGrid({2147483647u, 65535, 65535})());
+}
+
+TEST(ValidateArgs, GridMultipleOfCluster) {
+  CompiledKernel k = gemmKernel();
+  k.cluster = {2, 1, 1};
+  EXPECT_THAT([&] { validateEdited([](auto&) {}, {3, 1, 1}, k); },
+              ThrowsMessage<tessel::error>(HasSubstr(
+                  "grid.x = 3 is not a multiple of the cluster extent 2 (the kernel was compiled for cluster "
+                  "(2, 1, 1))")));
+  EXPECT_NO_THROW(validateEdited([](auto&) {}, {4, 1, 1}, k));
+}
+
+// ---- validateCompiledKernel (through makeKernel) ---------------------------
+
+template <typename Edit>
+void makeEdited(Edit edit) {
+  CompiledKernel k = gemmKernel();
+  edit(k);
+  runtime::makeKernel(std::move(k));
+}
+
+TEST(ValidateCompiledKernel, AcceptsTheGemmKernel) {
+  EXPECT_NO_THROW(runtime::makeKernel(gemmKernel()));
+}
+
+TEST(ValidateCompiledKernel, RejectsMalformedKernels) {
+  auto rejects = [](auto edit, const char* text) {
+    EXPECT_THAT([&] { makeEdited(edit); },
+                ThrowsMessage<tessel::error>(
+                    ::testing::AllOf(HasSubstr("tessel: internal error: kernel 'gemm' "), HasSubstr(text))))
+        << text;
+  };
+  rejects([](CompiledKernel& k) { k.params[2].arg = 7; },
+          "parameter 2 (pointer of argument 7) refers to a missing argument");
+  rejects([](CompiledKernel& k) { k.params[3].dim = 2; },
+          "parameter 3 (size of argument 2) refers to dimension 2 of a rank-2 tensor");
+  rejects([](CompiledKernel& k) { k.args[0].loadedByTma = false; },
+          "parameter 0 (TMA descriptor of argument 0): the argument is not marked loadedByTma");
+  rejects([](CompiledKernel& k) { k.args[0].type = dtype::i1; }, "TMA cannot load i1 tensors");
+  rejects([](CompiledKernel& k) { k.params[1].box = {64, 300, 1}; },
+          "box extent 300 along dimension 1 (innermost first) is outside 1..256");
+  rejects([](CompiledKernel& k) { k.params[1].box = {4, 64, 1}; },
+          "inner box extent 4 x 2 bytes is not a multiple of 16 bytes");
+  rejects([](CompiledKernel& k) { k.params[1].box = {128, 64, 1}; },
+          "inner box extent of 256 bytes exceeds the 128-byte swizzle span");
+  rejects([](CompiledKernel& k) { k.params[1].swizzleBytes = 48; }, "swizzle of 48 bytes");
+  rejects([](CompiledKernel& k) { k.args[2].rank = 4; }, "argument 2 has rank 4; tensors have rank 1..3");
+  rejects([](CompiledKernel& k) { k.blockThreads = 2048; }, "has 2048 threads per block");
+  rejects([](CompiledKernel& k) { k.cluster = {0, 1, 1}; }, "has cluster extent 0 along axis 0");
+  rejects(
+      [](CompiledKernel& k) {
+        k.ptx.clear();
+        k.cubin.clear();
+      },
+      "has neither PTX nor a cubin");
+}
+
+// ---- planParams ------------------------------------------------------------
+
+TEST(PlanParams, ScalarsInParamOrder) {
+  std::vector<tensor_arg> args = gemmArgs();
+  auto plan = runtime::planParams(gemmKernel(), args);
+  ASSERT_EQ(plan.size(), 6u);
+  EXPECT_EQ(plan[0].kind, ParamSpec::Kind::TmaDescriptor);
+  EXPECT_EQ(plan[1].kind, ParamSpec::Kind::TmaDescriptor);
+  EXPECT_EQ(plan[2].kind, ParamSpec::Kind::Pointer);
+  EXPECT_EQ(plan[2].scalar, 0x7f0000300000u);
+  EXPECT_EQ(plan[3].scalar, 256u);  // C.sizes[0]
+  EXPECT_EQ(plan[4].scalar, 128u);  // C.sizes[1]
+  EXPECT_EQ(plan[5].scalar, 128u);  // C.strides[0]
+}
+
+TEST(PlanParams, TmaEncodingIsInnermostFirstWithByteStrides) {
+  std::vector<tensor_arg> args = gemmArgs();
+  args[0].strides[0] = 520;  // padded leading dimension (1040 bytes)
+  auto plan = runtime::planParams(gemmKernel(), args);
+  const runtime::TmaEncoding& a = plan[0].tma;
+  EXPECT_EQ(a.type, dtype::bf16);
+  EXPECT_EQ(a.rank, 2u);
+  EXPECT_EQ(a.globalAddress, args[0].data);
+  EXPECT_EQ(a.globalDim[0], 512u);  // K, innermost
+  EXPECT_EQ(a.globalDim[1], 256u);  // M
+  EXPECT_EQ(a.globalStrides[0], 1040u);
+  EXPECT_EQ(a.boxDim[0], 64u);
+  EXPECT_EQ(a.boxDim[1], 128u);
+  EXPECT_EQ(a.elementStrides[0], 1u);
+  EXPECT_EQ(a.elementStrides[1], 1u);
+  EXPECT_EQ(a.swizzleBytes, 128);
+  EXPECT_THAT(runtime::describeTma(a),
+              HasSubstr("bf16, rank 2, address 0x7f0000100000, globalDim [512, 256] (innermost first), "
+                        "globalStrides [1040] bytes, box [64, 128], swizzle 128B"));
+}
+
+TEST(PlanParams, Rank3Tma) {
+  CompiledKernel k;
+  k.name = "batched";
+  k.ptx = "x";
+  k.args = {{dtype::f32, 3, true}};
+  k.params = {{ParamSpec::Kind::TmaDescriptor, 0, 0, {32, 16, 1}, 128}};
+  tensor_arg t;
+  t.data = fakeAddress(0x10000);
+  t.type = dtype::f32;
+  t.rank = 3;
+  t.sizes = {3, 10, 40};
+  t.strides = {10 * 44, 44, 1};
+  ASSERT_NO_THROW(validateArgs(k, std::span(&t, 1), {1, 1, 1}));
+  auto plan = runtime::planParams(k, std::span(&t, 1));
+  const runtime::TmaEncoding& e = plan[0].tma;
+  EXPECT_EQ(e.rank, 3u);
+  EXPECT_EQ(e.globalDim[0], 40u);
+  EXPECT_EQ(e.globalDim[1], 10u);
+  EXPECT_EQ(e.globalDim[2], 3u);
+  EXPECT_EQ(e.globalStrides[0], 44u * 4);
+  EXPECT_EQ(e.globalStrides[1], 440u * 4);
+  EXPECT_EQ(e.boxDim[2], 1u);
+}
+
+TEST(PlanParams, SizeOneDimensionGetsALegalTmaStride) {
+  std::vector<tensor_arg> args = gemmArgs();
+  args[0].sizes = {1, 24, 0};
+  args[0].strides = {7, 1, 0};  // 14 bytes: illegal for TMA, but never used
+  ASSERT_NO_THROW(validateArgs(gemmKernel(), args, {2, 1, 1}));
+  auto plan = runtime::planParams(gemmKernel(), args);
+  EXPECT_EQ(plan[0].tma.globalStrides[0], 48u);  // 24 bf16, rounded up to 16 bytes
+}
+
+}  // namespace
