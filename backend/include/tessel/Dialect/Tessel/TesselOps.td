@@ -48,7 +48,7 @@ def Tessel_DimOp : Tessel_Op<"dim", [Pure]> {
   }];
   let arguments = (ins Tessel_RefType:$ref, I32Attr:$axis);
   let results = (outs Index:$result);
-  let assemblyFormat = "$ref `,` $axis attr-dict `:` type($ref)";
+  let assemblyFormat = "$ref `,` $axis attr-dict `:` qualified(type($ref))";
   let hasVerifier = 1;
 }
 
@@ -71,7 +71,7 @@ def Tessel_LoadOp : Tessel_Op<"load", [MemoryEffects<[MemRead]>]> {
   let arguments = (ins Tessel_RefType:$ref, Variadic<Index>:$offsets);
   let results = (outs AnyStaticShapeTensor:$result);
   let assemblyFormat = [{
-    $ref `[` $offsets `]` attr-dict `:` type($ref) `->` type($result)
+    $ref `[` $offsets `]` attr-dict `:` qualified(type($ref)) `->` type($result)
   }];
   let hasVerifier = 1;
 }
@@ -89,7 +89,7 @@ def Tessel_StoreOp : Tessel_Op<"store", [MemoryEffects<[MemWrite]>]> {
   let arguments = (ins AnyStaticShapeTensor:$value, Tessel_RefType:$ref,
                        Variadic<Index>:$offsets);
   let assemblyFormat = [{
-    $value `,` $ref `[` $offsets `]` attr-dict `:` type($value) `,` type($ref)
+    $value `,` $ref `[` $offsets `]` attr-dict `:` type($value) `,` qualified(type($ref))
   }];
   let hasVerifier = 1;
 }
