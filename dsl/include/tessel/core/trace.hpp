@@ -41,6 +41,11 @@ enum class compare_op : std::uint8_t { eq, ne, lt, le, gt, ge };
 TESSEL_API void begin(const char* name);
 /// Declares the next kernel argument: a global tensor of `rank` dims with element type `t`.
 TESSEL_API value arg_tensor(dtype t, int rank, loc l);
+/// Records a user error that the DSL found while tracing (e.g. a `break` out of a traced loop);
+/// the trace goes on, and ending it throws tessel::error with the first such message at `l`.
+TESSEL_API void fail(const char* message, loc l);
+/// Drops the current thread's trace, if any (after an exception in the user's functor).
+TESSEL_API void abandon() noexcept;
 
 // ---- scalars (index arithmetic for offsets and loop bounds) ------------------------------
 TESSEL_API value program_id(int axis, loc l);

@@ -1,0 +1,189 @@
+// tessel/kernel/jit.hpp - tracing a functor into a kernel, launching it.
+//
+//     ts::kernel k = ts::jit(gemm<128, 256>{}, {.schedule = ts::schedule::tma, .stages = 4});
+//     k.launch(stream, ts::grid{gx, gy}, ts::view<ts::bf16>(dA, {M, K}), ...);
+//
+// `jit` reads the functor's parameter types from `&F::operator()` (each a ts::tensor<T, Rank>),
+// starts a trace named after the functor's type, calls the functor once with one symbolic
+// argument per parameter, and hands the trace to the compiler (detail::finish_and_compile).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <source_location>
+#include <span>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "tessel/core/dtype.hpp"
+#include "tessel/core/location.hpp"
+#include "tessel/core/trace.hpp"
+#include "tessel/kernel/name.hpp"
+#include "tessel/kernel/runtime_api.hpp"
+#include "tessel/ops/tensor.hpp"
+
+namespace tessel {
+
+namespace detail {
+
+template <class T>
+struct is_tensor : std::false_type {};
+template <class T, int R>
+struct is_tensor<tensor<T, R>> : std::true_type {};
+
+/// Parameter types of a functor's call operator.
+template <class M>
+struct call_signature {
+  static constexpr bool ok = false;
+};
+#define TESSEL_CALL_SIGNATURE(QUALS)                                                           \
+  template <class R, class C, class... A>                                                      \
+  struct call_signature<R (C::*)(A...) QUALS> {                                                \
+    static constexpr bool ok = true;                                                           \
+    using result = R;                                                                          \
+    using args = std::tuple<std::remove_cvref_t<A>...>;                                        \
+  };
+TESSEL_CALL_SIGNATURE()
+TESSEL_CALL_SIGNATURE(const)
+TESSEL_CALL_SIGNATURE(noexcept)
+TESSEL_CALL_SIGNATURE(const noexcept)
+#undef TESSEL_CALL_SIGNATURE
+
+template <class F>
+constexpr auto signature_of() {
+  static_assert(requires { &F::operator(); },
+                "jit: the kernel must be a functor (or lambda) with one non-template operator(); "
+                "generic lambdas (auto parameters) cannot be traced");
+  return call_signature<decltype(&F::operator())>{};
+}
+
+template <class F>
+using signature_t = decltype(signature_of<F>());
+
+/// Declares one kernel argument per parameter and calls the functor.
+template <class F>
+void call_with_symbolic_args(const F& f, trace::loc l) {
+  using sig = signature_t<F>;
+  static_assert(std::is_void_v<typename sig::result>, "jit: the kernel functor must return void");
+  using args = typename sig::args;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    static_assert((is_tensor<std::tuple_element_t<I, args>>::value && ...),
+                  "jit: every parameter of the kernel functor must be a ts::tensor<T, Rank>");
+    // Braced initialisation: arguments are declared in parameter order.
+    std::tuple<std::tuple_element_t<I, args>...> symbolic{
+        access::make_tensor<std::tuple_element_t<I, args>>(trace::arg_tensor(
+            std::tuple_element_t<I, args>::dtype_type::value, std::tuple_element_t<I, args>::rank,
+            l))...};
+    std::apply(f, symbolic);
+  }(std::make_index_sequence<std::tuple_size_v<args>>{});
+}
+
+/// Traces `f` into the current thread's tracer without compiling it: the test and tool entry
+/// point (the caller then takes the module with tessel::frontend::finishTrace()). On an
+/// exception the trace is abandoned and the exception propagates.
+template <class F>
+void trace_only(const F& f, std::source_location loc = std::source_location::current()) {
+  trace::begin(kernel_name<F>().c_str());
+  try {
+    call_with_symbolic_args(f, to_loc(loc));
+  } catch (...) {
+    trace::abandon();
+    throw;
+  }
+}
+
+}  // namespace detail
+
+/// A compiled kernel. Cheap to copy (shared ownership of the compiled module).
+class kernel {
+public:
+  kernel() = default;
+  kernel(std::shared_ptr<detail::kernel_impl> impl, std::string name)
+      : impl_(std::move(impl)), name_(std::move(name)) {}
+
+  /// Launches on `stream` (a CUstream; nullptr = the default stream) over `g` program
+  /// instances, with one tensor_arg (ts::view) per kernel parameter. Throws tessel::error.
+  template <class... Args>
+    requires(std::is_convertible_v<Args, tensor_arg> && ...)
+  void launch(void* stream, grid g, const Args&... args) const {
+    std::array<tensor_arg, sizeof...(Args)> list{tensor_arg(args)...};
+    detail::launch(impl(), stream, g, std::span<const tensor_arg>(list.data(), list.size()));
+  }
+  void launch(void* stream, grid g, std::span<const tensor_arg> args) const {
+    detail::launch(impl(), stream, g, args);
+  }
+
+  /// Text of a compiled stage: "tessel", "hopper", "llvm", "ll", "ptx", "ptxas.log", "sass".
+  std::string stage(const std::string& name) const { return detail::stage_text(impl(), name); }
+
+  /// The kernel's symbol name (from the functor's type).
+  const std::string& name() const { return name_; }
+  explicit operator bool() const { return impl_ != nullptr; }
+
+private:
+  detail::kernel_impl& impl() const {
+    if (!impl_) throw error("tessel: this ts::kernel is empty (make kernels with ts::jit)");
+    return *impl_;
+  }
+  std::shared_ptr<detail::kernel_impl> impl_;
+  std::string name_;
+};
+
+/// Traces functor `f` and compiles it (no GPU needed). Throws tessel::error with the user's
+/// file:line when the traced program is invalid.
+template <class F>
+kernel jit(const F& f, const options& opts = {},
+           std::source_location loc = std::source_location::current()) {
+  std::string name = detail::kernel_name<F>();
+  trace::begin(name.c_str());
+  try {
+    detail::call_with_symbolic_args(f, detail::to_loc(loc));
+  } catch (...) {
+    detail::abandon_trace();
+    throw;
+  }
+  return kernel(detail::finish_and_compile(opts), std::move(name));
+}
+
+/// A kernel argument: `rank = sizes.size()` dims of element type T at `data` (device memory),
+/// sizes and strides in elements, outermost first; strides default to row-major.
+template <class T>
+tensor_arg view(const void* data, std::initializer_list<std::int64_t> sizes,
+                std::initializer_list<std::int64_t> strides = {}) {
+  static_assert(is_storage_dtype_v<T>, "view: the dtype must be ts::f16, ts::bf16, ts::f32 or ts::i32");
+  if (sizes.size() < 1 || sizes.size() > 3)
+    throw error("ts::view: a tensor has 1, 2 or 3 dimensions, got " + std::to_string(sizes.size()));
+  if (strides.size() != 0 && strides.size() != sizes.size())
+    throw error("ts::view: " + std::to_string(sizes.size()) + " sizes but " +
+                std::to_string(strides.size()) + " strides");
+  tensor_arg a;
+  a.data = data;
+  a.type = T::value;
+  a.rank = static_cast<int>(sizes.size());
+  int i = 0;
+  for (std::int64_t s : sizes) {
+    if (s < 0) throw error("ts::view: negative size " + std::to_string(s));
+    a.sizes[i++] = s;
+  }
+  if (strides.size() == 0) {
+    std::int64_t stride = 1;
+    for (int d = a.rank - 1; d >= 0; --d) {
+      a.strides[d] = stride;
+      stride *= a.sizes[d];
+    }
+  } else {
+    i = 0;
+    for (std::int64_t s : strides) a.strides[i++] = s;
+  }
+  return a;
+}
+
+/// True when a CUDA device is usable; otherwise false and `why` says what is missing.
+inline bool gpu_available(std::string* why = nullptr) { return detail::gpu_available(why); }
+
+}  // namespace tessel

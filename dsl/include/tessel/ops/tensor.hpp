@@ -1,0 +1,125 @@
+// tessel/ops/tensor.hpp - global tensors: the kernel's arguments.
+//
+// `ts::tensor<T, Rank>` names a tensor in global memory (pointer, runtime sizes and strides;
+// static dtype and rank). The kernel moves tiles between it and registers:
+//
+//     auto a = A.load({m, k}, BM, BK);      // tile<bf16, BM, BK> at rows m.., columns k..
+//     C.store({m, n}, ts::cast<ts::bf16>(acc));
+//
+// Offsets are ts::index values, host integers or compile-time integers, one per dimension;
+// extents are compile-time integers, one per dimension. Out-of-bounds elements read as zero and
+// are not written, so edge tiles need no code.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <source_location>
+#include <type_traits>
+
+#include "tessel/core/dtype.hpp"
+#include "tessel/core/index.hpp"
+#include "tessel/core/location.hpp"
+#include "tessel/expr/tile.hpp"
+#include "tessel/ops/creation.hpp"
+
+namespace tessel {
+
+/// One element offset of a load or store: a ts::index, a host integer or a static int.
+class offset {
+public:
+  offset(const index& i) : value_(i.value()) {}
+  template <detail::host_int I>
+  offset(I v) : constant_(static_cast<std::int64_t>(v)) {}
+  template <detail::static_int S>
+  offset(S) : constant_(static_cast<std::int64_t>(S::value)) {}
+
+  /// The traced index (constants become arith.constant at `l`).
+  trace::value materialize(trace::loc l) const {
+    return value_ != trace::no_value ? value_ : trace::const_index(constant_, l);
+  }
+
+private:
+  trace::value value_ = trace::no_value;
+  std::int64_t constant_ = 0;
+};
+
+template <class T, int Rank>
+class tensor {
+  static_assert(is_storage_dtype_v<T>,
+                "tensor: the element type must be ts::f16, ts::bf16, ts::f32 or ts::i32");
+  static_assert(Rank >= 1 && Rank <= 3, "tensor: the rank must be 1, 2 or 3");
+
+public:
+  using dtype_type = T;
+  static constexpr int rank = Rank;
+
+  /// Runtime size along `axis` (tessel.dim).
+  index size(int axis, std::source_location loc = std::source_location::current()) const {
+    trace::loc l = detail::to_loc(loc);
+    if (axis < 0 || axis >= Rank) trace::fail("tensor::size: axis out of range", l);
+    return detail::access::make_index(trace::dim(ref_, axis, l), l);
+  }
+
+  /// Loads the tile of the given static extents whose first element is at `offsets`.
+  template <std::size_t N, class E0>
+  auto load(const offset (&offsets)[N], E0,
+            std::source_location loc = std::source_location::current()) const {
+    return load_impl<N, E0>(offsets, loc);
+  }
+  template <std::size_t N, class E0, class E1>
+  auto load(const offset (&offsets)[N], E0, E1,
+            std::source_location loc = std::source_location::current()) const {
+    return load_impl<N, E0, E1>(offsets, loc);
+  }
+  template <std::size_t N, class E0, class E1, class E2>
+  auto load(const offset (&offsets)[N], E0, E1, E2,
+            std::source_location loc = std::source_location::current()) const {
+    return load_impl<N, E0, E1, E2>(offsets, loc);
+  }
+
+  /// Stores a tile or tile expression (of this tensor's dtype and rank) at `offsets`.
+  template <std::size_t N, class E>
+    requires detail::operand<E>
+  void store(const offset (&offsets)[N], const E& value,
+             std::source_location loc = std::source_location::current()) const {
+    using V = detail::node_t<E>;
+    static_assert(N == Rank, "store: the number of offsets must equal the tensor rank");
+    static_assert(V::is_shaped,
+                  "store: the value must be a tile or a tile expression (a scalar or a "
+                  ".row()/.col() vector has no shape of its own)");
+    static_assert(detail::rank_v<detail::shape_of_node<V>> == Rank,
+                  "store: tile rank must equal the tensor rank");
+    static_assert(std::is_same_v<typename V::dtype_type, T>,
+                  "store: tile dtype must equal the tensor dtype; use ts::cast<T>(...)");
+    trace::loc l = detail::to_loc(loc);
+    trace::value offs[N];
+    for (std::size_t i = 0; i < N; ++i) offs[i] = offsets[i].materialize(l);
+    trace::value v = detail::materialize(detail::to_node(value), l);
+    trace::store(ref_, offs, v, l);
+  }
+
+  /// The traced `!tessel.ref` argument.
+  trace::value ref() const { return ref_; }
+
+private:
+  friend struct detail::access;
+  explicit tensor(trace::value ref) : ref_(ref) {}
+
+  template <std::size_t N, class... E>
+  auto load_impl(const offset (&offsets)[N], std::source_location loc) const {
+    static_assert(N == Rank, "load: the number of offsets must equal the tensor rank");
+    static_assert(sizeof...(E) == Rank,
+                  "load: the number of tile extents must equal the tensor rank");
+    detail::check_extents<E...>();
+    trace::loc l = detail::to_loc(loc);
+    trace::value offs[N];
+    for (std::size_t i = 0; i < N; ++i) offs[i] = offsets[i].materialize(l);
+    static constexpr std::int64_t extents[] = {detail::static_value_v<E>...};
+    return detail::access::make_tile<T, detail::static_value_v<E>...>(
+        trace::load(ref_, offs, extents, l), l);
+  }
+
+  trace::value ref_;
+};
+
+}  // namespace tessel
