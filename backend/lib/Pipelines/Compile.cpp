@@ -10,6 +10,7 @@
 #include "tessel/Pipelines/Pipelines.h"
 
 #include "tessel/Dialect/Tessel/Tessel.h"
+#include "tessel/Runtime/Env.h"
 #include "tessel/Runtime/Ptxas.h"
 #include "tessel/Target/PTX.h"
 
@@ -116,6 +117,7 @@ private:
   ::tessel::PipelineOptions po;
   po.schedule = scheduleName(o.schedule);
   po.stages = o.stages;
+  po.boundedWaits = o.debug || ::tessel::runtime::knobs().debug;
   auto runStep = [&](const char *stage, const char *what, auto build) {
     PassManager pm(ctx);
     build(pm);
@@ -126,7 +128,7 @@ private:
   runStep("02-scheduled.mlir", "scheduling failed",
           [&](PassManager &pm) { buildSchedulePipeline(pm, po); });
   runStep("03-nvvm.mlir", "building the kernel failed",
-          [&](PassManager &pm) { buildKernelPipeline(pm); });
+          [&](PassManager &pm) { buildKernelPipeline(pm, po); });
 
   // The kernel ABI and launch shape, left by tessel-lower-to-nvvm.
   auto kernel = module.lookupSymbol<LLVM::LLVMFuncOp>(k.name);

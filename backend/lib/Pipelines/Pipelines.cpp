@@ -43,8 +43,10 @@ void ::tessel::buildSchedulePipeline(OpPassManager &pm, const PipelineOptions &o
   pm.addPass(mlir::tessel::createTesselSelectSchedule(so));
 }
 
-void ::tessel::buildKernelPipeline(OpPassManager &pm) {
-  pm.addPass(mlir::tessel::createTesselLowerToNVVM());
+void ::tessel::buildKernelPipeline(OpPassManager &pm, const PipelineOptions &o) {
+  mlir::tessel::TesselLowerToNVVMOptions lo;
+  lo.boundedWaits = o.boundedWaits;
+  pm.addPass(mlir::tessel::createTesselLowerToNVVM(lo));
 }
 
 void ::tessel::buildToLLVMPipeline(OpPassManager &pm) {
@@ -57,7 +59,7 @@ void ::tessel::buildToLLVMPipeline(OpPassManager &pm) {
 
 void ::tessel::buildTesselPipeline(OpPassManager &pm, const PipelineOptions &o) {
   buildSchedulePipeline(pm, o);
-  buildKernelPipeline(pm);
+  buildKernelPipeline(pm, o);
   buildToLLVMPipeline(pm);
 }
 
@@ -68,6 +70,9 @@ struct TesselPipelineCLOptions : public PassPipelineOptions<TesselPipelineCLOpti
                                             llvm::cl::init("auto")};
   PassOptions::Option<int64_t> stages{*this, "stages", llvm::cl::desc("ring depth (0: auto)"),
                                       llvm::cl::init(0)};
+  PassOptions::Option<bool> boundedWaits{*this, "bounded-waits",
+                                         llvm::cl::desc("mbarrier waits time out and report"),
+                                         llvm::cl::init(false)};
 };
 } // namespace
 
@@ -84,6 +89,7 @@ void ::tessel::registerAllPasses() {
         PipelineOptions o;
         o.schedule = cl.schedule;
         o.stages = cl.stages;
+        o.boundedWaits = cl.boundedWaits;
         buildTesselPipeline(pm, o);
       });
 }

@@ -68,8 +68,10 @@ constexpr StringLiteral kSmemSymbol = "__tessel_smem";
 /// Builds one kernel. All values it creates live in the new llvm.func.
 class KernelBuilder {
 public:
-  KernelBuilder(func::FuncOp fn, std::optional<GemmMatch> gemm, ScheduleAttr sched)
-      : fn(fn), gemm(std::move(gemm)), sched(sched), b(fn.getContext()), ctx(fn.getContext()) {}
+  KernelBuilder(func::FuncOp fn, std::optional<GemmMatch> gemm, ScheduleAttr sched,
+                bool boundedWaits)
+      : fn(fn), gemm(std::move(gemm)), sched(sched), b(fn.getContext()), ctx(fn.getContext()),
+        boundedWaits(boundedWaits) {}
 
   LogicalResult build();
 
@@ -95,7 +97,11 @@ private:
   void barSync() { ptx("bar.sync 0;", "", {}); }
   Value smemAddr(int64_t offset) { return b.create<arith::AddIOp>(loc, smemBase32, i32(offset)); }
   Value smemAddr(Value offset) { return b.create<arith::AddIOp>(loc, smemBase32, offset); }
-  void mbarrierWait(Value bar, Value parity);
+  /// Waits until mbarrier `bar` completes the phase of parity `parity`. With
+  /// bounded waits (TESSEL_DEBUG), a wait longer than 4 s prints which
+  /// barrier ring (`ring`), stage and parity timed out, then traps.
+  void mbarrierWait(Value bar, Value parity, StringRef ring, Value stage);
+  void reportTimeout(StringRef ring, Value stage, Value parity);
 
   Type mapScalarType(Type t) { return t.isIndex() ? b.getI32Type() : t; }
   /// The kernel-side value of a scalar (index or float) of the tessel func;
@@ -121,6 +127,7 @@ private:
   ScheduleAttr sched;
   OpBuilder b;
   MLIRContext *ctx;
+  bool boundedWaits;
   Location loc = UnknownLoc::get(ctx);
 
   LLVM::LLVMFuncOp kernel;
@@ -149,15 +156,76 @@ Value KernelBuilder::ptx(StringRef code, StringRef constraints, ValueRange opera
   return result ? asmOp.getResult(0) : Value();
 }
 
-void KernelBuilder::mbarrierWait(Value bar, Value parity) {
-  // Spin on try_wait.parity (which itself suspends for a while in hardware).
-  ptx("{\n"
-      ".reg .pred p;\n"
-      "WAIT:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
-      "@!p bra WAIT;\n"
-      "}",
-      "r,r", {bar, parity});
+void KernelBuilder::mbarrierWait(Value bar, Value parity, StringRef ring, Value stage) {
+  if (!boundedWaits) {
+    // Spin on try_wait.parity (which itself suspends for a while in hardware).
+    ptx("{\n"
+        ".reg .pred p;\n"
+        "WAIT:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
+        "@!p bra WAIT;\n"
+        "}",
+        "r,r", {bar, parity});
+    return;
+  }
+  // Bounded: give up after 4 s of %globaltimer and report.
+  Value timedOut = ptx("{\n"
+                       ".reg .pred p;\n"
+                       ".reg .u64 t0, t1;\n"
+                       "mov.u32 $0, 0;\n"
+                       "mov.u64 t0, %globaltimer;\n"
+                       "WAIT:\n"
+                       "mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n"
+                       "@p bra DONE;\n"
+                       "mov.u64 t1, %globaltimer;\n"
+                       "sub.u64 t1, t1, t0;\n"
+                       "setp.lt.u64 p, t1, 4000000000;\n"
+                       "@p bra WAIT;\n"
+                       "mov.u32 $0, 1;\n"
+                       "DONE:\n"
+                       "}",
+                       "=r,r,r", {bar, parity}, b.getI32Type());
+  Value failed = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, timedOut, i32(0));
+  auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, failed, false);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  reportTimeout(ring, stage, parity);
+}
+
+void KernelBuilder::reportTimeout(StringRef ring, Value stage, Value parity) {
+  // vprintf(format, args) as CUDA's printf does, then trap.
+  auto module = kernel->getParentOfType<ModuleOp>();
+  auto ptrTy = LLVM::LLVMPointerType::get(ctx);
+  if (!module.lookupSymbol("vprintf")) {
+    OpBuilder mb(module.getBodyRegion());
+    mb.create<LLVM::LLVMFuncOp>(
+        loc, "vprintf", LLVM::LLVMFunctionType::get(b.getI32Type(), {ptrTy, ptrTy}));
+  }
+  std::string format = ("tessel: kernel '" + fn.getSymName() + "': thread %d of block (%d, %d, %d)"
+                        " waited 4 s on mbarrier " + ring + "[%d] for parity %d: a missing "
+                        "arrive or TMA transaction (TESSEL_DEBUG bounded waits)\n")
+                           .str();
+  std::string symbol = ("__tessel_timeout_" + ring).str();
+  if (!module.lookupSymbol(symbol)) {
+    OpBuilder mb(module.getBodyRegion());
+    std::string bytes = format + '\0';
+    mb.create<LLVM::GlobalOp>(loc, LLVM::LLVMArrayType::get(b.getI8Type(), bytes.size()),
+                              /*isConstant=*/true, LLVM::Linkage::Internal, symbol,
+                              b.getStringAttr(bytes));
+  }
+  Value fmt = b.create<LLVM::AddressOfOp>(loc, ptrTy, symbol);
+  SmallVector<Value> values = {tid, b.create<NVVM::BlockIdXOp>(loc, b.getI32Type()),
+                               b.create<NVVM::BlockIdYOp>(loc, b.getI32Type()),
+                               b.create<NVVM::BlockIdZOp>(loc, b.getI32Type()), stage, parity};
+  auto argsTy = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(values.size(), b.getI32Type()));
+  Value buf = b.create<LLVM::AllocaOp>(loc, ptrTy, argsTy, i32(1));
+  for (auto [i, v] : llvm::enumerate(values)) {
+    Value field = b.create<LLVM::GEPOp>(loc, ptrTy, argsTy, buf,
+                                        ArrayRef<LLVM::GEPArg>{0, static_cast<int32_t>(i)});
+    b.create<LLVM::StoreOp>(loc, v, field);
+  }
+  b.create<LLVM::CallOp>(loc, TypeRange{b.getI32Type()}, "vprintf", ValueRange{fmt, buf});
+  ptx("trap;", "", {});
 }
 
 //===----------------------------------------------------------------------===//
@@ -603,7 +671,7 @@ LogicalResult KernelBuilder::buildGemm() {
     Value acc = loop.getRegionIterArgs()[0];
     Value s = b.create<arith::RemUIOp>(loc, j, i32(stages));
     Value ph = b.create<arith::AndIOp>(loc, b.create<arith::DivUIOp>(loc, j, i32(stages)), i32(1));
-    mbarrierWait(fullBar(s), ph);
+    mbarrierWait(fullBar(s), ph, "full", s);
 
     Value aBase = smemAddr(b.create<arith::AddIOp>(
         loc, b.create<arith::MulIOp>(loc, s, i32(aBytes)),
@@ -651,7 +719,7 @@ LogicalResult KernelBuilder::buildGemm() {
       OpBuilder::InsertionGuard g3(b);
       b.setInsertionPointToStart(fillIf.thenBlock());
       Value php = b.create<arith::AndIOp>(loc, b.create<arith::DivUIOp>(loc, jp, i32(stages)), i32(1));
-      mbarrierWait(emptyBar(sp), php);
+      mbarrierWait(emptyBar(sp), php, "empty", sp);
       if (failed(issueStage(jn, sp)))
         return failure();
     }
@@ -710,6 +778,7 @@ LogicalResult KernelBuilder::build() {
 }
 
 struct LowerToNVVM : mlir::tessel::impl::TesselLowerToNVVMBase<LowerToNVVM> {
+  using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> kernels;
@@ -732,7 +801,7 @@ struct LowerToNVVM : mlir::tessel::impl::TesselLowerToNVVMBase<LowerToNVVM> {
         fn.emitError("GEMM kernel has no schedule: run tessel-select-schedule first");
         return signalPassFailure();
       }
-      KernelBuilder kb(fn, *match, sched);
+      KernelBuilder kb(fn, *match, sched, boundedWaits);
       if (failed(kb.build()))
         return signalPassFailure();
       fn.erase();

@@ -1,5 +1,6 @@
 // RUN: tessel-opt %inputs/gemm_128x256.mlir -tessel-select-schedule -tessel-lower-to-nvvm | FileCheck %s
 // RUN: tessel-opt %s -tessel-lower-to-nvvm | FileCheck %s --check-prefix=EW
+// RUN: tessel-opt %inputs/gemm_128x256.mlir -tessel-select-schedule -tessel-lower-to-nvvm=bounded-waits=true | FileCheck %s --check-prefix=DEBUG
 
 // The tma schedule: one extern dynamic shared base, TMA descriptors as byval
 // grid_constant params, a parity-waited mbarrier ring, wgmma from descriptors.
@@ -25,6 +26,13 @@
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
 // CHECK: llvm.store
+
+// TESSEL_DEBUG: waits give up after 4 s of %globaltimer, print the ring, stage, parity, and trap.
+// DEBUG: llvm.func @vprintf(!llvm.ptr, !llvm.ptr) -> i32
+// DEBUG: llvm.mlir.global internal constant @__tessel_timeout_full("tessel: kernel 'gemm': thread %d of block (%d, %d, %d) waited 4 s on mbarrier full[%d] for parity %d
+// DEBUG: %globaltimer
+// DEBUG: llvm.call @vprintf
+// DEBUG: "trap;"
 
 // Elementwise kernels: blocked layout, bounds-checked loads and stores.
 // EW-LABEL: llvm.func @axpy

@@ -27,12 +27,13 @@ void registerAllPasses();
 struct PipelineOptions {
   std::string schedule = "auto";
   int64_t stages = 0;
+  bool boundedWaits = false;  ///< TESSEL_DEBUG: mbarrier waits time out and report
 };
 
 /// tessel IR -> scheduled tessel IR (stage "scheduled").
 void buildSchedulePipeline(mlir::OpPassManager &pm, const PipelineOptions &o);
 /// scheduled tessel IR -> nvvm/llvm kernels (stage "nvvm").
-void buildKernelPipeline(mlir::OpPassManager &pm);
+void buildKernelPipeline(mlir::OpPassManager &pm, const PipelineOptions &o);
 /// nvvm kernels -> LLVM dialect only (stage "llvm").
 void buildToLLVMPipeline(mlir::OpPassManager &pm);
 /// All three, in order (`tessel-opt --tessel-pipeline`).

@@ -43,6 +43,11 @@ def TesselLowerToNVVM : Pass<"tessel-lower-to-nvvm", "mlir::ModuleOp"> {
     epilogue evaluated on the accumulator fragments. The kernel's parameter
     list is recorded in `tessel.params` for the runtime.
   }];
+  let options = [
+    Option<"boundedWaits", "bounded-waits", "bool", /*default=*/"false",
+           "mbarrier waits give up after 4 s, print the barrier, stage and parity, and trap "
+           "(TESSEL_DEBUG)">,
+  ];
   let dependentDialects = ["mlir::LLVM::LLVMDialect", "mlir::NVVM::NVVMDialect",
                            "mlir::scf::SCFDialect", "mlir::arith::ArithDialect"];
 }

@@ -31,6 +31,7 @@ struct options {
   std::array<int, 2> cluster = {1, 1};   ///< CTA cluster shape (later schedules)
   std::string dump_dir;                  ///< write every stage here (also $TESSEL_DUMP_DIR)
   bool verbose = false;                  ///< print compile steps and the ptxas log to stderr
+  bool debug = false;                    ///< bounded barrier waits that report and trap (also TESSEL_DEBUG)
 };
 
 /// A runtime argument: a global tensor in device memory. Sizes and strides are in elements,
