@@ -28,8 +28,8 @@
 // CHECK: llvm.store
 
 // TESSEL_DEBUG: waits give up after 4 s of %globaltimer, print the ring, stage, parity, and trap.
-// DEBUG: llvm.func @vprintf(!llvm.ptr, !llvm.ptr) -> i32
-// DEBUG: llvm.mlir.global internal constant @__tessel_timeout_full("tessel: kernel 'gemm': thread %d of block (%d, %d, %d) waited 4 s on mbarrier full[%d] for parity %d
+// DEBUG-DAG: llvm.func @vprintf(!llvm.ptr, !llvm.ptr) -> i32
+// DEBUG-DAG: llvm.mlir.global internal constant @__tessel_timeout_full("tessel: kernel 'gemm': thread %d of block (%d, %d, %d) waited 4 s on mbarrier full[%d] for parity %d
 // DEBUG: %globaltimer
 // DEBUG: llvm.call @vprintf
 // DEBUG: "trap;"
