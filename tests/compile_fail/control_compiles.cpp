@@ -4,7 +4,7 @@
 namespace ts = tessel;
 using namespace ts::literals;
 
-struct k {
+struct kernel {
   void operator()(ts::tensor<ts::bf16, 2> A, ts::tensor<ts::bf16, 2> B, ts::tensor<ts::f32, 1> bias,
                   ts::tensor<ts::bf16, 2> C) const {
     auto m = ts::program_id(0) * 128_c, n = ts::program_id(1) * 256_c;
@@ -16,4 +16,4 @@ struct k {
     C.store({m, n}, ts::cast<ts::bf16>(acc));
   }
 };
-void build() { ts::jit(k{}); }
+void build() { ts::jit(kernel{}); }

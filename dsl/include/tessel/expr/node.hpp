@@ -190,7 +190,7 @@ struct leaf : node_tag, methods<leaf<T, S>> {
   using dtype_type = T;
   using shape_type = S;
   trace::value v;
-  explicit leaf(trace::value v) : v(v) {}
+  explicit leaf(trace::value value) : v(value) {}
   trace::value emit(trace::loc) const { return v; }
   static std::string describe() {
     return "tile<" + detail::dtype_name<T>() + "," + detail::shape_name<S>() + ">";
@@ -201,7 +201,7 @@ struct float_scalar : node_tag {
   static constexpr bool is_shaped = false;
   using dtype_type = detail::untyped_float;
   double v;
-  explicit float_scalar(double v) : v(v) {}
+  explicit float_scalar(double value) : v(value) {}
   template <class T, class S>
   trace::value emit_as(trace::loc at) const {
     return trace::full(T::value, detail::extents_of<S>(), v, at);
@@ -213,7 +213,7 @@ struct int_scalar : node_tag {
   static constexpr bool is_shaped = false;
   using dtype_type = detail::untyped_int;
   std::int64_t v;
-  explicit int_scalar(std::int64_t v) : v(v) {}
+  explicit int_scalar(std::int64_t value) : v(value) {}
   template <class T, class S>
   trace::value emit_as(trace::loc at) const {
     return trace::full(T::value, detail::extents_of<S>(), static_cast<double>(v), at);
@@ -225,7 +225,7 @@ struct index_scalar : node_tag {
   static constexpr bool is_shaped = false;
   using dtype_type = detail::untyped_int;
   trace::value v;
-  explicit index_scalar(trace::value v) : v(v) {}
+  explicit index_scalar(trace::value value) : v(value) {}
   template <class T, class S>
   trace::value emit_as(trace::loc at) const {
     return trace::splat(trace::cast(v, T::value, at), detail::extents_of<S>(), at);
@@ -242,7 +242,7 @@ struct bcast : node_tag {
   using source_shape = detail::shape_of_node<E>;
   E e;
   trace::loc l;
-  bcast(E e, trace::loc l) : e(std::move(e)), l(l) {}
+  bcast(E source, trace::loc where) : e(std::move(source)), l(where) {}
   template <class T, class S>
   trace::value emit_as(trace::loc at) const {
     trace::loc here = detail::or_else(l, at);
@@ -285,7 +285,7 @@ struct unary : node_tag, methods<unary<Op, E>> {
   using shape_type = detail::shape_of_node<E>;
   E e;
   trace::loc l;
-  unary(E e, trace::loc l) : e(std::move(e)), l(l) {}
+  unary(E operand, trace::loc where) : e(std::move(operand)), l(where) {}
   trace::value emit(trace::loc at) const {
     trace::loc here = detail::or_else(l, at);
     return trace::unary(Op, e.emit(here), here);
@@ -300,7 +300,7 @@ struct binary : node_tag, methods<binary<Op, A, B>> {
   using shape_type = typename elementwise_traits<A, B>::shape_type;
   hana::tuple<A, B> operands;
   trace::loc l;
-  binary(A a, B b, trace::loc l) : operands(std::move(a), std::move(b)), l(l) {}
+  binary(A a, B b, trace::loc where) : operands(std::move(a), std::move(b)), l(where) {}
   trace::value emit(trace::loc at) const {
     trace::loc here = detail::or_else(l, at);
     const A& a = hana::at_c<0>(operands);
@@ -332,7 +332,7 @@ struct compare : node_tag, methods<compare<Op, A, B>> {
   using shape_type = typename elementwise_traits<A, B>::shape_type;
   hana::tuple<A, B> operands;
   trace::loc l;
-  compare(A a, B b, trace::loc l) : operands(std::move(a), std::move(b)), l(l) {}
+  compare(A a, B b, trace::loc where) : operands(std::move(a), std::move(b)), l(where) {}
   trace::value emit(trace::loc at) const {
     trace::loc here = detail::or_else(l, at);
     trace::value x = detail::materialize_as<operand_dtype, shape_type>(hana::at_c<0>(operands), here);
@@ -352,7 +352,8 @@ struct select : node_tag, methods<select<C, A, B>> {
   using shape_type = detail::shape_of_node<C>;
   hana::tuple<C, A, B> operands;
   trace::loc l;
-  select(C c, A a, B b, trace::loc l) : operands(std::move(c), std::move(a), std::move(b)), l(l) {}
+  select(C c, A a, B b, trace::loc where)
+      : operands(std::move(c), std::move(a), std::move(b)), l(where) {}
   trace::value emit(trace::loc at) const {
     trace::loc here = detail::or_else(l, at);
     trace::value c = hana::at_c<0>(operands).emit(here);
@@ -372,7 +373,7 @@ struct trans : node_tag, methods<trans<E>> {
   using shape_type = detail::transposed_t<detail::shape_of_node<E>>;
   E e;
   trace::loc l;
-  trans(E e, trace::loc l) : e(std::move(e)), l(l) {}
+  trans(E operand, trace::loc where) : e(std::move(operand)), l(where) {}
   trace::value emit(trace::loc at) const {
     trace::loc here = detail::or_else(l, at);
     return trace::trans(e.emit(here), here);
@@ -387,7 +388,7 @@ struct cast_node : node_tag, methods<cast_node<T, E>> {
   using shape_type = detail::shape_of_node<E>;
   E e;
   trace::loc l;
-  cast_node(E e, trace::loc l) : e(std::move(e)), l(l) {}
+  cast_node(E operand, trace::loc where) : e(std::move(operand)), l(where) {}
   trace::value emit(trace::loc at) const {
     trace::loc here = detail::or_else(l, at);
     return detail::materialize_as<T, shape_type>(e, here);
@@ -405,7 +406,7 @@ struct dot_node : node_tag, methods<dot_node<A, B>> {
                            detail::extent_v<detail::shape_of_node<B>, 1>>;
   hana::tuple<A, B> operands;
   trace::loc l;
-  dot_node(A a, B b, trace::loc l) : operands(std::move(a), std::move(b)), l(l) {}
+  dot_node(A a, B b, trace::loc where) : operands(std::move(a), std::move(b)), l(where) {}
   /// a * b + acc as one tessel.dot (`acc` = trace::no_value: a zero accumulator).
   trace::value emit_acc(trace::value acc, trace::loc at) const {
     trace::loc here = detail::or_else(l, at);
