@@ -10,11 +10,11 @@ foreach(p ${_tessel_parts})
   endif()
 endforeach()
 if(_tessel_have)
-  add_library(tessel SHARED ${TESSEL_SOURCE_DIR}/backend/lib/Pipelines/Jit.cpp)
-  # The exported entry points live in the static parts: keep every object of them.
-  target_link_libraries(tessel PUBLIC tessel_dsl PRIVATE
-    -Wl,--whole-archive $<TARGET_FILE:tessel_frontend> $<TARGET_FILE:TesselRuntime> -Wl,--no-whole-archive
-    tessel_frontend TesselCompiler)
+  # The exported entry points (TESSEL_API) live in the frontend and the runtime: their objects
+  # go in directly, so that --exclude-libs (which hides MLIR/LLVM) does not hide them.
+  add_library(tessel SHARED ${TESSEL_SOURCE_DIR}/backend/lib/Pipelines/Jit.cpp
+              $<TARGET_OBJECTS:tessel_frontend> $<TARGET_OBJECTS:TesselRuntime>)
+  target_link_libraries(tessel PUBLIC tessel_dsl PRIVATE tessel_frontend TesselCompiler)
   target_include_directories(tessel PRIVATE ${TESSEL_SOURCE_DIR}/frontend/include)
   target_link_options(tessel PRIVATE -Wl,--exclude-libs,ALL -Wl,--gc-sections -Wl,-O1
 )

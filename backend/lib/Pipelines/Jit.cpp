@@ -43,6 +43,10 @@ namespace tessel::detail {
 
 std::shared_ptr<kernel_impl> finish_and_compile(const options &o) {
   std::unique_ptr<frontend::TracedModule> traced = frontend::finishTrace();
+  // The tracer's context knows the tessel-level dialects; the pipeline needs the rest.
+  mlir::DialectRegistry registry;
+  registerAllDialects(registry);
+  traced->context->appendDialectRegistry(registry);
   runtime::Knobs knobs = runtime::knobs();
   std::string dumpDir = !o.dump_dir.empty() ? o.dump_dir : knobs.dumpDir;
   bool verbose = o.verbose || knobs.verbose;
