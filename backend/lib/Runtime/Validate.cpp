@@ -209,6 +209,9 @@ void validateArgs(const CompiledKernel& k, std::span<const tensor_arg> args, gri
                 : ": the kernel assumes a contiguous innermost dimension"));
     if (!empty && a.data == nullptr)
       fail("data pointer is null");
+    if (a.data && reinterpret_cast<std::uintptr_t>(a.data) % elem != 0)
+      fail("data address " + hexAddress(a.data) + " is not aligned to its element size (" +
+           std::to_string(elem) + " bytes)");
 
     // The furthest element must be addressable: sum of (size-1)*stride*elem.
     if (!empty) {

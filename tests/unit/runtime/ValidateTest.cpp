@@ -105,6 +105,20 @@ TEST(ValidateArgs, NullPointer) {
               ThrowsMessage<tessel::error>(HasSubstr("tessel: kernel 'gemm' argument 2: data pointer is null")));
 }
 
+TEST(ValidateArgs, PointerNotAlignedToItsElement) {
+  // C (f32) is stored element by element (no TMA): a misaligned address would fault on the GPU.
+  EXPECT_THAT([] {
+    validateEdited([](auto& a) { a[2].data = static_cast<const char*>(a[2].data) + 1; });
+  },
+              ThrowsMessage<tessel::error>(HasSubstr(
+                  "argument 2: data address 0x")));
+  EXPECT_THAT([] {
+    validateEdited([](auto& a) { a[2].data = static_cast<const char*>(a[2].data) + 1; });
+  },
+              ThrowsMessage<tessel::error>(HasSubstr("is not aligned to its element size (4 bytes)")));
+  EXPECT_NO_THROW(validateEdited([](auto& a) { a[2].data = static_cast<const char*>(a[2].data) + 4; }));
+}
+
 TEST(ValidateArgs, EmptyTensorMayBeNull) {
   std::vector<tensor_arg> args = gemmArgs();
   args[0].sizes[1] = 0;  // K == 0
