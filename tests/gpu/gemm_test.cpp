@@ -72,8 +72,9 @@ std::uint64_t case_seed(const tb::gemm_shape& s, const tb::tile_shape& t, int st
   return std::uint64_t(s.m * 1000003 + s.n * 7919 + s.k * 31 + t.bn + stages);
 }
 
-void check_gemm(tb::gemm_variant v, const tb::tile_shape& tile, int stages, const tb::gemm_shape& shape) {
-  cached_kernel& ck = get_kernel(v, tile, ts::schedule::tma, stages);
+void check_gemm(tb::gemm_variant v, const tb::tile_shape& tile, int stages, const tb::gemm_shape& shape,
+                ts::schedule schedule = ts::schedule::tma) {
+  cached_kernel& ck = get_kernel(v, tile, schedule, stages);
   ASSERT_TRUE(ck.kernel) << "tessel could not build the kernel: " << ck.error;
 
   cudaStream_t stream = nullptr;  // legacy default stream: tessel and cuBLAS share it
@@ -166,6 +167,50 @@ INSTANTIATE_TEST_SUITE_P(Shapes, TmaGemmBiasRelu,
                                                               tb::gemm_shape{3000, 5000, 2000},
                                                               tb::gemm_shape{4000, 4000, 4000})),
                          param_name);
+
+// The warp-specialized schedules (producer warpgroup + consumer warpgroups; cooperative is also
+// persistent with a grouped-raster tile scheduler) on the same shapes and the fused epilogue.
+using ws_param = std::tuple<ts::schedule, tb::tile_shape, int, tb::gemm_shape>;
+
+class WarpSpecializedGemm : public ::testing::TestWithParam<ws_param> {};
+
+TEST_P(WarpSpecializedGemm, MatchesReference) {
+  TESSEL_REQUIRE_GPU();
+  const auto& [schedule, tile, stages, shape] = GetParam();
+  check_gemm(tb::gemm_variant::plain, tile, stages, shape, schedule);
+}
+
+class WarpSpecializedGemmBiasRelu : public ::testing::TestWithParam<ws_param> {};
+
+TEST_P(WarpSpecializedGemmBiasRelu, MatchesReference) {
+  TESSEL_REQUIRE_GPU();
+  const auto& [schedule, tile, stages, shape] = GetParam();
+  check_gemm(tb::gemm_variant::bias_relu, tile, stages, shape, schedule);
+}
+
+std::string ws_param_name(const ::testing::TestParamInfo<ws_param>& info) {
+  const auto& [schedule, tile, stages, shape] = info.param;
+  return std::string(tb::schedule_name(schedule)) + "_" + tile_name(tile) + "_s" + std::to_string(stages) + "_" +
+         shape.str();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, WarpSpecializedGemm,
+    ::testing::Combine(::testing::Values(ts::schedule::warp_specialized, ts::schedule::cooperative),
+                       ::testing::ValuesIn(kTiles), ::testing::Values(2, 4),
+                       ::testing::Values(tb::gemm_shape{128, 128, 64}, tb::gemm_shape{1024, 1024, 64},
+                                         tb::gemm_shape{256, 256, 8192}, tb::gemm_shape{200, 300, 72},
+                                         tb::gemm_shape{7, 9, 8}, tb::gemm_shape{129, 257, 136},
+                                         tb::gemm_shape{64, 4096, 4096}, tb::gemm_shape{3000, 5000, 2000},
+                                         tb::gemm_shape{8192, 8192, 8192})),
+    ws_param_name);
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, WarpSpecializedGemmBiasRelu,
+    ::testing::Combine(::testing::Values(ts::schedule::warp_specialized, ts::schedule::cooperative),
+                       ::testing::ValuesIn(kTiles), ::testing::Values(4),
+                       ::testing::Values(tb::gemm_shape{200, 300, 72}, tb::gemm_shape{3000, 5000, 2000})),
+    ws_param_name);
 
 TEST(GpuAvailable, AgreesWithCudaRuntime) {
   TESSEL_REQUIRE_GPU();

@@ -66,6 +66,10 @@ private:
   p.arg = num(parts[1]);
   if (parts[0] == "ptr") {
     p.kind = ::tessel::ParamSpec::Kind::Pointer;
+  } else if (parts[0] == "grid") {
+    p.kind = ::tessel::ParamSpec::Kind::GridDim;
+    p.arg = 0;
+    p.dim = num(parts[1]);
   } else if (parts[0] == "size" || parts[0] == "stride") {
     p.kind = parts[0] == "size" ? ::tessel::ParamSpec::Kind::Size : ::tessel::ParamSpec::Kind::Stride;
     p.dim = num(parts[2]);
@@ -141,10 +145,12 @@ private:
       k.args[p.arg].loadedByTma = true;
   k.blockThreads = kernel->getAttrOfType<IntegerAttr>("tessel.threads").getInt();
   k.dynamicSmemBytes = kernel->getAttrOfType<IntegerAttr>("tessel.shared_bytes").getInt();
+  k.persistent = kernel->hasAttr("tessel.persistent");
 
   runStep("04-llvm.mlir", "conversion to the LLVM dialect failed",
           [&](PassManager &pm) { buildToLLVMPipeline(pm); });
-  for (StringRef name : {"tessel.params", "tessel.threads", "tessel.shared_bytes", "tessel.schedule"})
+  for (StringRef name : {"tessel.params", "tessel.threads", "tessel.shared_bytes", "tessel.schedule",
+                         "tessel.persistent"})
     kernel->removeAttr(name);
 
   mlir::tessel::PTXOptions ptxOptions;

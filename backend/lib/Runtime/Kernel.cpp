@@ -286,7 +286,7 @@ void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_ar
 
   CUfunction fn = static_cast<CUfunction>(kernel.functionFor(ctx));
 
-  std::vector<ParamValue> plan = planParams(k, args);
+  std::vector<ParamValue> plan = planParams(k, args, g);
   std::vector<std::uint64_t> scalars(plan.size());
   size_t tmaCount = 0;
   for (const ParamValue& v : plan)
@@ -319,6 +319,19 @@ void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_ar
   config.gridDimX = g.x;
   config.gridDimY = g.y;
   config.gridDimZ = g.z;
+  if (k.persistent) {
+    // The kernel walks the user's grid of tiles itself (GridDim parameters):
+    // one CTA per SM (the shared-memory ring allows no more), fewer for small grids.
+    CUdevice dev = 0;
+    int sms = 0;
+    checkCuda(d.cuCtxGetDevice(&dev), "cuCtxGetDevice", k.name);
+    checkCuda(d.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
+              "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)", k.name);
+    std::uint64_t tiles = std::uint64_t(g.x) * g.y * g.z;
+    config.gridDimX = static_cast<unsigned>(std::min<std::uint64_t>(tiles, static_cast<std::uint64_t>(sms)));
+    config.gridDimY = 1;
+    config.gridDimZ = 1;
+  }
   config.blockDimX = k.blockThreads;
   config.blockDimY = 1;
   config.blockDimZ = 1;

@@ -75,6 +75,8 @@ const char* kindName(ParamSpec::Kind k) {
     return "stride";
   case ParamSpec::Kind::TmaDescriptor:
     return "TMA descriptor";
+  case ParamSpec::Kind::GridDim:
+    return "grid extent";
   }
   return "?";
 }
@@ -132,6 +134,12 @@ void validateCompiledKernel(const CompiledKernel& k) {
     if (p.arg < 0 || static_cast<std::size_t>(p.arg) >= k.args.size())
       fail(where + " refers to a missing argument (the kernel has " + std::to_string(k.args.size()) +
            ")");
+    if (p.kind == ParamSpec::Kind::GridDim) {
+      if (!k.persistent || p.dim < 0 || p.dim > 2)
+        fail(where + ": grid extents are for persistent kernels, axes 0..2 (got axis " +
+             std::to_string(p.dim) + ")");
+      continue;
+    }
     const ArgSpec& a = k.args[p.arg];
     if ((p.kind == ParamSpec::Kind::Size || p.kind == ParamSpec::Kind::Stride) &&
         (p.dim < 0 || p.dim >= a.rank))
@@ -269,7 +277,7 @@ void validateArgs(const CompiledKernel& k, std::span<const tensor_arg> args, gri
   }
 }
 
-std::vector<ParamValue> planParams(const CompiledKernel& k, std::span<const tensor_arg> args) {
+std::vector<ParamValue> planParams(const CompiledKernel& k, std::span<const tensor_arg> args, grid g) {
   std::vector<ParamValue> plan;
   plan.reserve(k.params.size());
   for (const ParamSpec& p : k.params) {
@@ -285,6 +293,9 @@ std::vector<ParamValue> planParams(const CompiledKernel& k, std::span<const tens
       break;
     case ParamSpec::Kind::Stride:
       v.scalar = static_cast<std::uint64_t>(a.strides[p.dim]);
+      break;
+    case ParamSpec::Kind::GridDim:
+      v.scalar = p.dim == 0 ? g.x : p.dim == 1 ? g.y : g.z;
       break;
     case ParamSpec::Kind::TmaDescriptor: {
       TmaEncoding& e = v.tma;

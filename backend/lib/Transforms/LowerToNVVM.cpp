@@ -63,6 +63,8 @@ using namespace mlir::tessel;
 namespace {
 
 constexpr int64_t kThreadsPerWarpgroup = 128;
+/// Grouped raster order of persistent schedules: rows of tiles per group.
+constexpr int64_t kRasterGroup = 8;
 constexpr StringLiteral kSmemSymbol = "__tessel_smem";
 
 /// Builds one kernel. All values it creates live in the new llvm.func.
@@ -117,6 +119,19 @@ private:
 
   LogicalResult buildSignature();
   LogicalResult buildGemm();
+  LogicalResult setupGemm();
+  LogicalResult buildTmaSchedule();
+  LogicalResult buildWarpSpecialized(bool persistent);
+  Value fullBar(Value s);
+  Value emptyBar(Value s);
+  Value zeroAccumulator();
+  /// wgmma.fence, BK/16 x wgmma m64nBNk16 on stage `s` for the 64-row block
+  /// `rowBlock` of A, commit_group. Returns the new accumulator.
+  Value wgmmaStage(Value acc, Value s, Value rowBlock);
+  /// Stores the traced epilogue from the accumulator fragments of a warpgroup
+  /// (thread `inWg` of it) that owns rows [64 rowBlock, 64 rowBlock + 64).
+  LogicalResult emitEpilogue(Value accFinal, Value rowBlock, Value inWg);
+  void setProgramIds(Value tile);
   LogicalResult buildElementwise();
   LogicalResult emitStores(function_ref<LogicalResult(StoreOp)> perStore);
   /// TMA loads of tile `j` into stage `s` (both i32), then expect_tx.
@@ -142,7 +157,13 @@ private:
   Value accLoopResult;          ///< the tessel loop result that holds the accumulator
   Value accRegister;            ///< f32 register of the element being evaluated
   Value lb, step, nk;
+  int64_t BM = 0, BN = 0, BK = 0, eltBytes = 2;
+  Type elt;
   int64_t aBytes = 0, bBytes = 0, stages = 0;
+  /// Persistent schedules: the user's grid (i32 x 3) and the program ids of
+  /// the tile being computed (empty: program ids are %ctaid).
+  SmallVector<Value, 3> gridParams;
+  SmallVector<Value, 3> programIds;
   int64_t fullBarOff = 0, emptyBarOff = 0;
 };
 
@@ -243,13 +264,17 @@ FailureOr<Value> KernelBuilder::scalar(Value v, Value ivRepl) {
   if (!op)
     return fn.emitError("a kernel argument is used as a scalar"), failure();
   Value result;
-  if (auto pid = dyn_cast<ProgramIdOp>(op)) {
+  if (auto pid = dyn_cast<ProgramIdOp>(op); pid && !programIds.empty()) {
+    result = programIds[pid.getAxis()];
+  } else if (pid) {
     switch (pid.getAxis()) {
     case 0: result = b.create<NVVM::BlockIdXOp>(loc, b.getI32Type()); break;
     case 1: result = b.create<NVVM::BlockIdYOp>(loc, b.getI32Type()); break;
     default: result = b.create<NVVM::BlockIdZOp>(loc, b.getI32Type()); break;
     }
-  } else if (auto np = dyn_cast<NumProgramsOp>(op)) {
+  } else if (auto np = dyn_cast<NumProgramsOp>(op); np && !gridParams.empty()) {
+    result = gridParams[np.getAxis()];
+  } else if (np) {
     switch (np.getAxis()) {
     case 0: result = b.create<NVVM::GridDimXOp>(loc, b.getI32Type()); break;
     case 1: result = b.create<NVVM::GridDimYOp>(loc, b.getI32Type()); break;
@@ -461,12 +486,20 @@ LogicalResult KernelBuilder::buildSignature() {
                                        ":" + std::to_string(sched.getSwizzle())));
     }
   }
+  // Persistent schedules get the user's grid; the runtime launches about one
+  // CTA per SM instead.
+  bool persistent = sched && sched.getKind() == ScheduleKind::cooperative;
+  unsigned numGridParams = persistent ? 3 : 0;
+  for (unsigned d = 0; d < numGridParams; ++d) {
+    types.push_back(b.getI64Type());
+    params.push_back(b.getStringAttr("grid:" + std::to_string(d)));
+  }
   b.setInsertionPoint(fn);
   auto fnTy = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), types);
   kernel = b.create<LLVM::LLVMFuncOp>(fn.getLoc(), fn.getSymName(), fnTy);
   kernel->setAttr("nvvm.kernel", b.getUnitAttr());
   kernel->setAttr("tessel.params", b.getArrayAttr(params));
-  unsigned firstTma = types.size() - tma.size();
+  unsigned firstTma = types.size() - numGridParams - tma.size();
   for (unsigned i = 0; i < tma.size(); ++i) {
     unsigned p = firstTma + i;
     kernel.setArgAttr(p, "llvm.byval", TypeAttr::get(LLVM::LLVMArrayType::get(b.getI8Type(), 128)));
@@ -489,6 +522,10 @@ LogicalResult KernelBuilder::buildSignature() {
   }
   for (TmaParam &t : tma)
     t.desc = entry->getArgument(p++);
+  for (unsigned d = 0; d < numGridParams; ++d)
+    gridParams.push_back(b.create<arith::TruncIOp>(loc, b.getI32Type(), entry->getArgument(p++)));
+  if (persistent)
+    kernel->setAttr("tessel.persistent", b.getUnitAttr());
   return success();
 }
 
@@ -588,34 +625,29 @@ static Value wgmmaDescriptor(OpBuilder &b, Location loc, Value addr) {
                                 b.create<arith::ConstantIntOp>(loc, b.getI64Type(), (int64_t)kHigh));
 }
 
-LogicalResult KernelBuilder::buildGemm() {
+LogicalResult KernelBuilder::setupGemm() {
   auto tile = sched.getTile();
-  int64_t BM = tile[0], BN = tile[1], BK = tile[2];
+  BM = tile[0];
+  BN = tile[1];
+  BK = tile[2];
   int64_t W = sched.getWarpgroups();
   stages = sched.getStages();
-  Type elt = cast<RankedTensorType>(gemm->dot.getA().getType()).getElementType();
-  int64_t eltBytes = elt.getIntOrFloatBitWidth() / 8;
+  elt = cast<RankedTensorType>(gemm->dot.getA().getType()).getElementType();
+  eltBytes = elt.getIntOrFloatBitWidth() / 8;
   aBytes = BM * BK * eltBytes;
   bBytes = BN * BK * eltBytes;
   fullBarOff = stages * (aBytes + bBytes);
   emptyBarOff = fullBarOff + 8 * stages;
   smemBytes = emptyBarOff + 8 * stages;
-  threads = W * kThreadsPerWarpgroup;
+  bool specialized = sched.getKind() != ScheduleKind::tma;
+  // Warp-specialized schedules add one producer warpgroup (warpgroup 0).
+  threads = (W + (specialized ? 1 : 0)) * kThreadsPerWarpgroup;
   kernel->setAttr("nvvm.reqntid", b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
-  // One CTA per SM for the big tiles: lets ptxas use up to 255 registers/thread.
+  // One CTA per SM: lets ptxas use the whole register file, and makes ptxas
+  // honour setmaxnreg (it ignores it without .minnctapersm or .maxnreg: C7508).
   kernel->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
 
   Value isLeader = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, tid, i32(0));
-  Value wg = b.create<arith::DivUIOp>(loc, tid, i32(kThreadsPerWarpgroup));
-  Value inWg = b.create<arith::RemUIOp>(loc, tid, i32(kThreadsPerWarpgroup));
-  Value isWgLeader = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, inWg, i32(0));
-  auto fullBar = [&](Value s) {
-    return smemAddr(b.create<arith::AddIOp>(loc, i32(fullBarOff), b.create<arith::MulIOp>(loc, s, i32(8))));
-  };
-  auto emptyBar = [&](Value s) {
-    return smemAddr(b.create<arith::AddIOp>(loc, i32(emptyBarOff), b.create<arith::MulIOp>(loc, s, i32(8))));
-  };
-
   // Rule 1: barriers initialised by thread 0, fenced, then a CTA barrier.
   {
     auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, isLeader, false);
@@ -643,6 +675,82 @@ LogicalResult KernelBuilder::buildGemm() {
   Value ceil = b.create<arith::DivSIOp>(
       loc, b.create<arith::AddIOp>(loc, span, b.create<arith::SubIOp>(loc, step, i32(1))), step);
   nk = b.create<arith::MaxSIOp>(loc, ceil, i32(0));
+  accLoopResult = gemm->loop.getResult(gemm->accIndex);
+  return success();
+}
+
+Value KernelBuilder::fullBar(Value s) {
+  return smemAddr(b.create<arith::AddIOp>(loc, i32(fullBarOff), b.create<arith::MulIOp>(loc, s, i32(8))));
+}
+
+Value KernelBuilder::emptyBar(Value s) {
+  return smemAddr(b.create<arith::AddIOp>(loc, i32(emptyBarOff), b.create<arith::MulIOp>(loc, s, i32(8))));
+}
+
+Value KernelBuilder::zeroAccumulator() {
+  auto accTy = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(BN / 2, b.getF32Type()));
+  Value acc = b.create<LLVM::PoisonOp>(loc, accTy);
+  Value zero = b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(0.0f));
+  for (int64_t r = 0; r < BN / 2; ++r)
+    acc = b.create<LLVM::InsertValueOp>(loc, acc, zero, r);
+  return acc;
+}
+
+Value KernelBuilder::wgmmaStage(Value acc, Value s, Value rowBlock) {
+  Value aBase = smemAddr(b.create<arith::AddIOp>(
+      loc, b.create<arith::MulIOp>(loc, s, i32(aBytes)),
+      b.create<arith::MulIOp>(loc, rowBlock, i32(64 * BK * eltBytes))));
+  Value bBase = smemAddr(b.create<arith::AddIOp>(
+      loc, i32(stages * aBytes), b.create<arith::MulIOp>(loc, s, i32(bBytes))));
+  auto wgmmaType = elt.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+  b.create<NVVM::WgmmaFenceAlignedOp>(loc);
+  for (int64_t kk = 0; kk < BK / 16; ++kk) {
+    // A k16 step inside the 128B swizzle atom advances the start address by 32 B.
+    Value da = wgmmaDescriptor(b, loc, b.create<arith::AddIOp>(loc, aBase, i32(kk * 16 * eltBytes)));
+    Value db = wgmmaDescriptor(b, loc, b.create<arith::AddIOp>(loc, bBase, i32(kk * 16 * eltBytes)));
+    acc = b.create<NVVM::WgmmaMmaAsyncOp>(
+        loc, acc.getType(), acc, da, db, NVVM::MMAShapeAttr::get(ctx, 64, BN, 16),
+        NVVM::WGMMATypesAttr::get(ctx, wgmmaType), NVVM::WGMMATypesAttr::get(ctx, wgmmaType),
+        NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
+        NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one),
+        NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+        NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col), NVVM::MMAIntOverflowAttr{});
+  }
+  b.create<NVVM::WgmmaGroupSyncAlignedOp>(loc);
+  return acc;
+}
+
+LogicalResult KernelBuilder::emitEpilogue(Value accFinal, Value rowBlock, Value inWg) {
+  Value warp = b.create<arith::DivUIOp>(loc, inWg, i32(32));
+  Value lane = b.create<arith::RemUIOp>(loc, inWg, i32(32));
+  Value rowBase = b.create<arith::AddIOp>(
+      loc, b.create<arith::MulIOp>(loc, rowBlock, i32(64)),
+      b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, warp, i32(16)),
+                              b.create<arith::DivUIOp>(loc, lane, i32(4))));
+  Value colBase = b.create<arith::MulIOp>(loc, b.create<arith::RemUIOp>(loc, lane, i32(4)), i32(2));
+  return emitStores([&](StoreOp store) -> LogicalResult {
+    auto ty = cast<RankedTensorType>(store.getValue().getType());
+    if (ty.getRank() != 2 || ty.getDimSize(0) != BM || ty.getDimSize(1) != BN)
+      return store.emitError() << "after the mainloop, stores must be " << BM << "x" << BN
+                               << " tiles (the accumulator's shape)";
+    for (int64_t r = 0; r < BN / 2; ++r) {
+      accRegister = b.create<LLVM::ExtractValueOp>(loc, accFinal, r);
+      Value row = b.create<arith::AddIOp>(loc, rowBase, i32(8 * ((r % 4) / 2)));
+      Value col = b.create<arith::AddIOp>(loc, colBase, i32(8 * (r / 4) + r % 2));
+      if (failed(storeElement(store, {row, col})))
+        return failure();
+    }
+    return success();
+  });
+}
+
+LogicalResult KernelBuilder::buildTmaSchedule() {
+  Value isLeader = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, tid, i32(0));
+  Value wg = b.create<arith::DivUIOp>(loc, tid, i32(kThreadsPerWarpgroup));
+  Value inWg = b.create<arith::RemUIOp>(loc, tid, i32(kThreadsPerWarpgroup));
+  Value isWgLeader = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, inWg, i32(0));
 
   // Prologue: thread 0 fills the first min(stages, nk) stages.
   {
@@ -657,44 +765,15 @@ LogicalResult KernelBuilder::buildGemm() {
   }
 
   // Mainloop.
-  auto f32 = b.getF32Type();
-  auto accTy = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(BN / 2, f32));
-  Value acc0 = b.create<LLVM::PoisonOp>(loc, accTy);
-  Value zero = b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(0.0f));
-  for (int64_t r = 0; r < BN / 2; ++r)
-    acc0 = b.create<LLVM::InsertValueOp>(loc, acc0, zero, r);
-  auto loop = b.create<scf::ForOp>(loc, i32(0), nk, i32(1), ValueRange{acc0});
+  auto loop = b.create<scf::ForOp>(loc, i32(0), nk, i32(1), ValueRange{zeroAccumulator()});
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(loop.getBody());
     Value j = loop.getInductionVar();
-    Value acc = loop.getRegionIterArgs()[0];
     Value s = b.create<arith::RemUIOp>(loc, j, i32(stages));
     Value ph = b.create<arith::AndIOp>(loc, b.create<arith::DivUIOp>(loc, j, i32(stages)), i32(1));
     mbarrierWait(fullBar(s), ph, "full", s);
-
-    Value aBase = smemAddr(b.create<arith::AddIOp>(
-        loc, b.create<arith::MulIOp>(loc, s, i32(aBytes)),
-        b.create<arith::MulIOp>(loc, wg, i32(64 * BK * eltBytes))));
-    Value bBase = smemAddr(b.create<arith::AddIOp>(
-        loc, i32(stages * aBytes), b.create<arith::MulIOp>(loc, s, i32(bBytes))));
-    auto wgmmaType = elt.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
-    b.create<NVVM::WgmmaFenceAlignedOp>(loc);
-    for (int64_t kk = 0; kk < BK / 16; ++kk) {
-      // Rule: a k16 step inside the 128B swizzle atom advances the start address by 32 B.
-      Value da = wgmmaDescriptor(b, loc, b.create<arith::AddIOp>(loc, aBase, i32(kk * 16 * eltBytes)));
-      Value db = wgmmaDescriptor(b, loc, b.create<arith::AddIOp>(loc, bBase, i32(kk * 16 * eltBytes)));
-      acc = b.create<NVVM::WgmmaMmaAsyncOp>(
-          loc, accTy, acc, da, db, NVVM::MMAShapeAttr::get(ctx, 64, BN, 16),
-          NVVM::WGMMATypesAttr::get(ctx, wgmmaType), NVVM::WGMMATypesAttr::get(ctx, wgmmaType),
-          NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
-          NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one),
-          NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
-          NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
-          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
-          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col), NVVM::MMAIntOverflowAttr{});
-    }
-    b.create<NVVM::WgmmaGroupSyncAlignedOp>(loc);
+    Value acc = wgmmaStage(loop.getRegionIterArgs()[0], s, wg);
     b.create<NVVM::WgmmaWaitGroupSyncOp>(loc, 1);
 
     // Rule 2: tile j-1's wgmma retired in this warpgroup: release its stage,
@@ -726,31 +805,165 @@ LogicalResult KernelBuilder::buildGemm() {
     b.create<scf::YieldOp>(loc, acc);
   }
   b.create<NVVM::WgmmaWaitGroupSyncOp>(loc, 0);
-  Value accFinal = loop.getResult(0);
+  return emitEpilogue(loop.getResult(0), wg, inWg);
+}
 
-  // Epilogue on the accumulator layout.
-  accLoopResult = gemm->loop.getResult(gemm->accIndex);
-  Value warp = b.create<arith::DivUIOp>(loc, inWg, i32(32));
-  Value lane = b.create<arith::RemUIOp>(loc, tid, i32(32));
-  Value rowBase = b.create<arith::AddIOp>(
-      loc, b.create<arith::MulIOp>(loc, wg, i32(64)),
-      b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, warp, i32(16)),
-                              b.create<arith::DivUIOp>(loc, lane, i32(4))));
-  Value colBase = b.create<arith::MulIOp>(loc, b.create<arith::RemUIOp>(loc, lane, i32(4)), i32(2));
-  return emitStores([&](StoreOp store) -> LogicalResult {
-    auto ty = cast<RankedTensorType>(store.getValue().getType());
-    if (ty.getRank() != 2 || ty.getDimSize(0) != BM || ty.getDimSize(1) != BN)
-      return store.emitError() << "after the mainloop, stores must be " << BM << "x" << BN
-                               << " tiles (the accumulator's shape)";
-    for (int64_t r = 0; r < BN / 2; ++r) {
-      accRegister = b.create<LLVM::ExtractValueOp>(loc, accFinal, r);
-      Value row = b.create<arith::AddIOp>(loc, rowBase, i32(8 * ((r % 4) / 2)));
-      Value col = b.create<arith::AddIOp>(loc, colBase, i32(8 * (r / 4) + r % 2));
-      if (failed(storeElement(store, {row, col})))
-        return failure();
-    }
-    return success();
-  });
+/// Tile `t` (i32) of the user's grid -> program ids, with grouped raster
+/// order along axis 0: groups of kRasterGroup rows of tiles are walked column
+/// by column, so that concurrently running CTAs share A and B tiles in L2.
+void KernelBuilder::setProgramIds(Value t) {
+  Value perSlice = b.create<arith::MulIOp>(loc, gridParams[0], gridParams[1]);
+  Value z = b.create<arith::DivUIOp>(loc, t, perSlice);
+  Value r = b.create<arith::RemUIOp>(loc, t, perSlice);
+  Value width = b.create<arith::MulIOp>(loc, i32(kRasterGroup), gridParams[1]);
+  Value group = b.create<arith::DivUIOp>(loc, r, width);
+  Value firstX = b.create<arith::MulIOp>(loc, group, i32(kRasterGroup));
+  Value size = b.create<arith::MinUIOp>(loc, b.create<arith::SubIOp>(loc, gridParams[0], firstX),
+                                        i32(kRasterGroup));
+  Value inGroup = b.create<arith::RemUIOp>(loc, r, width);
+  programIds = {b.create<arith::AddIOp>(loc, firstX, b.create<arith::RemUIOp>(loc, inGroup, size)),
+                b.create<arith::DivUIOp>(loc, inGroup, size), z};
+  scalars.clear(); // everything derived from program ids is per tile
+}
+
+LogicalResult KernelBuilder::buildWarpSpecialized(bool persistent) {
+  int64_t W = sched.getWarpgroups();
+  // Register budget: the producer keeps 40; the consumers share the rest of
+  // the 64K-register file, in multiples of 8, at most 232 (CUTLASS's split).
+  int64_t consumerRegs = std::min<int64_t>(232, ((65536 / kThreadsPerWarpgroup - 40) / W) / 8 * 8);
+  Value wg = b.create<arith::DivUIOp>(loc, tid, i32(kThreadsPerWarpgroup));
+  Value inWg = b.create<arith::RemUIOp>(loc, tid, i32(kThreadsPerWarpgroup));
+  Value isProducer = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, wg, i32(0));
+
+  // Tiles this CTA computes: its own (non-persistent), or tiles
+  // blockIdx.x, blockIdx.x + gridDim.x, ... of the user's grid (persistent).
+  Value numTiles, firstTile, tileStride;
+  if (persistent) {
+    numTiles = b.create<arith::MulIOp>(
+        loc, b.create<arith::MulIOp>(loc, gridParams[0], gridParams[1]), gridParams[2]);
+    firstTile = b.create<NVVM::BlockIdXOp>(loc, b.getI32Type());
+    tileStride = b.create<NVVM::GridDimXOp>(loc, b.getI32Type());
+  } else {
+    numTiles = i32(1);
+    firstTile = i32(0);
+    tileStride = i32(1);
+  }
+  auto forEachTile = [&](function_ref<LogicalResult(Value tileIter)> body) -> LogicalResult {
+    // tileIter counts this CTA's tiles: the ring position is tileIter * nk + j.
+    Value count = b.create<arith::DivUIOp>(
+        loc, b.create<arith::AddIOp>(loc, b.create<arith::SubIOp>(loc, numTiles, firstTile),
+                                     b.create<arith::SubIOp>(loc, tileStride, i32(1))),
+        tileStride);
+    auto tiles = b.create<scf::ForOp>(loc, i32(0), count, i32(1));
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(tiles.getBody());
+    Value i = tiles.getInductionVar();
+    if (persistent)
+      setProgramIds(b.create<arith::AddIOp>(loc, firstTile, b.create<arith::MulIOp>(loc, i, tileStride)));
+    return body(i);
+  };
+
+  auto roleIf = b.create<scf::IfOp>(loc, TypeRange{}, isProducer, /*withElse=*/true);
+  // ---- producer warpgroup: one thread issues every TMA load ----------------
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(roleIf.thenBlock());
+    ptx("setmaxnreg.dec.sync.aligned.u32 40;", "", {});
+    Value elected = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, inWg, i32(0));
+    auto one = b.create<scf::IfOp>(loc, TypeRange{}, elected, false);
+    b.setInsertionPointToStart(one.thenBlock());
+    LogicalResult r = forEachTile([&](Value tileIter) -> LogicalResult {
+      Value base = b.create<arith::MulIOp>(loc, tileIter, nk);
+      auto kLoop = b.create<scf::ForOp>(loc, i32(0), nk, i32(1));
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(kLoop.getBody());
+      Value j = kLoop.getInductionVar();
+      Value it = b.create<arith::AddIOp>(loc, base, j);
+      Value s = b.create<arith::RemUIOp>(loc, it, i32(stages));
+      // Rule 2: the n-th refill of a stage (n >= 1) waits for the n-th
+      // completion of its empty barrier, parity (n - 1) & 1.
+      Value round = b.create<arith::DivUIOp>(loc, it, i32(stages));
+      Value reuse = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::uge, it, i32(stages));
+      auto waitIf = b.create<scf::IfOp>(loc, TypeRange{}, reuse, false);
+      {
+        OpBuilder::InsertionGuard g3(b);
+        b.setInsertionPointToStart(waitIf.thenBlock());
+        Value ph = b.create<arith::AndIOp>(loc, b.create<arith::SubIOp>(loc, round, i32(1)), i32(1));
+        mbarrierWait(emptyBar(s), ph, "empty", s);
+      }
+      return issueStage(j, s);
+    });
+    if (failed(r))
+      return failure();
+  }
+  // ---- consumer warpgroups: wgmma on their 64-row block, then the epilogue --
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(roleIf.elseBlock());
+    ptx(("setmaxnreg.inc.sync.aligned.u32 " + std::to_string(consumerRegs) + ";").c_str(), "", {});
+    Value rowBlock = b.create<arith::SubIOp>(loc, wg, i32(1));
+    Value isWgLeader = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, inWg, i32(0));
+    auto release = [&](Value it) {
+      auto relIf = b.create<scf::IfOp>(loc, TypeRange{}, isWgLeader, false);
+      OpBuilder::InsertionGuard g3(b);
+      b.setInsertionPointToStart(relIf.thenBlock());
+      ptx("mbarrier.arrive.shared::cta.b64 _, [$0];", "r",
+          {emptyBar(b.create<arith::RemUIOp>(loc, it, i32(stages)))});
+    };
+    LogicalResult r = forEachTile([&](Value tileIter) -> LogicalResult {
+      Value base = b.create<arith::MulIOp>(loc, tileIter, nk);
+      auto kLoop = b.create<scf::ForOp>(loc, i32(0), nk, i32(1), ValueRange{zeroAccumulator()});
+      {
+        OpBuilder::InsertionGuard g2(b);
+        b.setInsertionPointToStart(kLoop.getBody());
+        Value j = kLoop.getInductionVar();
+        Value it = b.create<arith::AddIOp>(loc, base, j);
+        Value s = b.create<arith::RemUIOp>(loc, it, i32(stages));
+        Value ph = b.create<arith::AndIOp>(loc, b.create<arith::DivUIOp>(loc, it, i32(stages)), i32(1));
+        mbarrierWait(fullBar(s), ph, "full", s);
+        Value acc = wgmmaStage(kLoop.getRegionIterArgs()[0], s, rowBlock);
+        b.create<NVVM::WgmmaWaitGroupSyncOp>(loc, 1);
+        // Rule 2: the wgmma group of position it-1 retired: release its stage.
+        Value hasPrev = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ugt, j, i32(0));
+        auto prevIf = b.create<scf::IfOp>(loc, TypeRange{}, hasPrev, false);
+        {
+          OpBuilder::InsertionGuard g3(b);
+          b.setInsertionPointToStart(prevIf.thenBlock());
+          release(b.create<arith::SubIOp>(loc, it, i32(1)));
+        }
+        b.create<scf::YieldOp>(loc, acc);
+      }
+      b.create<NVVM::WgmmaWaitGroupSyncOp>(loc, 0);
+      // The tile's last stage is released once all its wgmma retired.
+      Value any = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, nk, i32(0));
+      auto lastIf = b.create<scf::IfOp>(loc, TypeRange{}, any, false);
+      {
+        OpBuilder::InsertionGuard g3(b);
+        b.setInsertionPointToStart(lastIf.thenBlock());
+        release(b.create<arith::SubIOp>(loc, b.create<arith::AddIOp>(loc, base, nk), i32(1)));
+      }
+      return emitEpilogue(kLoop.getResult(0), rowBlock, inWg);
+    });
+    if (failed(r))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult KernelBuilder::buildGemm() {
+  if (failed(setupGemm()))
+    return failure();
+  switch (sched.getKind()) {
+  case ScheduleKind::tma:
+    return buildTmaSchedule();
+  case ScheduleKind::warp_specialized:
+    return buildWarpSpecialized(/*persistent=*/false);
+  case ScheduleKind::cooperative:
+    return buildWarpSpecialized(/*persistent=*/true);
+  default:
+    return fn.emitError() << "schedule '" << stringifyScheduleKind(sched.getKind())
+                          << "' is not implemented yet";
+  }
 }
 
 LogicalResult KernelBuilder::build() {

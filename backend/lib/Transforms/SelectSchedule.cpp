@@ -57,24 +57,33 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
                                  "cooperative, pingpong or auto)";
       kind = *k;
     }
-    if (kind != ScheduleKind::tma)
+    if (kind != ScheduleKind::tma && kind != ScheduleKind::warp_specialized &&
+        kind != ScheduleKind::cooperative)
       return m.dot.emitError() << "schedule '" << stringifyScheduleKind(kind)
-                               << "' is not implemented yet; use 'tma'";
+                               << "' is not implemented yet; use tma, warp_specialized or "
+                                  "cooperative";
 
     Type elt = cast<RankedTensorType>(m.dot.getA().getType()).getElementType();
     int64_t eltBytes = elt.getIntOrFloatBitWidth() / 8;
     if (m.a.transposed || !m.b.transposed)
       return m.dot.emitError()
-             << "schedule 'tma' needs K-contiguous operands: dot(A.load({m, k}, BM, BK), "
+             << "schedule '" << stringifyScheduleKind(kind) << "' needs K-contiguous operands: dot(A.load({m, k}, BM, BK), "
                 "B.load({n, k}, BN, BK).T())";
     if (m.a.load.getRef().getType().getRank() != 2 || m.b.load.getRef().getType().getRank() != 2)
-      return m.dot.emitError("schedule 'tma' loads operands from 2-d tensors");
+      return m.dot.emitError() << "schedule '" << stringifyScheduleKind(kind)
+                               << "' loads operands from 2-d tensors";
     if (m.tileK * eltBytes != 128)
-      return m.dot.emitError() << "schedule 'tma' needs BK * sizeof(element) == 128 bytes "
+      return m.dot.emitError() << "schedule '" << stringifyScheduleKind(kind)
+                               << "' needs BK * sizeof(element) == 128 bytes "
                                   "(BK = "
                                << 128 / eltBytes << " for " << elt << "), got BK = " << m.tileK;
     if (m.tileM % 64 != 0 || m.tileM > 256)
       return m.dot.emitError() << "BM must be 64, 128, 192 or 256, got " << m.tileM;
+    // Warp-specialized: at most 3 consumer warpgroups besides the producer.
+    if (kind != ScheduleKind::tma && m.tileM > 192)
+      return m.dot.emitError() << "schedule '" << stringifyScheduleKind(kind)
+                               << "' needs BM <= 192 (one consumer warpgroup per 64 rows), got "
+                               << m.tileM;
     if (m.tileN % 8 != 0 || m.tileN > 256 || m.tileN < 8)
       return m.dot.emitError() << "BN must be a multiple of 8 in [8, 256], got " << m.tileN;
 

@@ -32,6 +32,7 @@ struct ParamSpec {
     Size,           ///< .u64 sizes[dim] of args[arg] (elements)
     Stride,         ///< .u64 strides[dim] of args[arg] (elements)
     TmaDescriptor,  ///< .param .align 64 .b8 [128]: CUtensorMap of args[arg]
+    GridDim,        ///< .u64 the user's launch grid along axis `dim` (persistent kernels)
   };
   Kind kind = Kind::Pointer;
   int arg = 0;
@@ -50,6 +51,9 @@ struct CompiledKernel {
   unsigned blockThreads = 128;
   unsigned dynamicSmemBytes = 0;
   std::array<unsigned, 3> cluster{1, 1, 1};
+  /// Persistent kernels walk the user's grid of tiles themselves: the runtime
+  /// launches min(tiles, SMs) CTAs and passes the grid as GridDim parameters.
+  bool persistent = false;
   std::string arch = "sm_90a";
   std::string ptx;
   std::string cubin;              ///< binary image (empty if ptxas was unavailable)

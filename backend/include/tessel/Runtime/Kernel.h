@@ -135,7 +135,8 @@ struct ParamValue {
 };
 
 /// The parameter values, in CompiledKernel::params order, for validated args.
-std::vector<ParamValue> planParams(const CompiledKernel& k, std::span<const tensor_arg> args);
+/// `g` is the user's grid (GridDim parameters of persistent kernels).
+std::vector<ParamValue> planParams(const CompiledKernel& k, std::span<const tensor_arg> args, grid g = {});
 
 /// A human-readable description of a TMA encoding (for error messages).
 std::string describeTma(const TmaEncoding& e);
