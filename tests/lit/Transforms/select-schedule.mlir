@@ -1,4 +1,9 @@
 // RUN: tessel-opt %s -split-input-file -tessel-select-schedule -verify-diagnostics | FileCheck %s
+// RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="schedule=cooperative stages=3" 2>/dev/null | FileCheck %s --check-prefix=COOP
+// RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="schedule=pingpong" 2>&1 | FileCheck %s --check-prefix=PINGPONG
+
+// COOP: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 3, warpgroups = 2, swizzle = 128>
+// PINGPONG: schedule 'pingpong' is not implemented yet; use tma, warp_specialized or cooperative
 
 // CHECK-LABEL: func.func @gemm
 // CHECK-SAME: tessel.schedule = #tessel.schedule<kind = tma, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128>
