@@ -116,6 +116,8 @@ private:
   std::pair<Value, Value> address(unsigned arg, ArrayRef<Value> offsets, ArrayRef<Value> coords);
   FailureOr<Value> loadElement(LoadOp load, ArrayRef<Value> coords);
   LogicalResult storeElement(StoreOp store, ArrayRef<Value> coords);
+  /// Stores two evaluated elements at (row, col) and (row, col + 1) of a 2-d store.
+  LogicalResult storePair(StoreOp store, Value row, Value col, Value v0, Value v1);
 
   LogicalResult buildSignature();
   LogicalResult buildGemm();
@@ -125,6 +127,8 @@ private:
   Value fullBar(Value s);
   Value emptyBar(Value s);
   Value zeroAccumulator();
+  /// Pins the accumulator registers after a wgmma wait (warpgroup_fence_operand).
+  Value fenceAccumulator(Value acc);
   /// wgmma.fence, BK/16 x wgmma m64nBNk16 on stage `s` for the 64-row block
   /// `rowBlock` of A, commit_group. Returns the new accumulator.
   Value wgmmaStage(Value acc, Value s, Value rowBlock);
@@ -391,6 +395,49 @@ LogicalResult KernelBuilder::storeElement(StoreOp store, ArrayRef<Value> coords)
   Type elt = refs[arg].elementType;
   Value p = b.create<LLVM::GEPOp>(loc, refs[arg].ptr.getType(), elt, refs[arg].ptr, linear);
   b.create<LLVM::StoreOp>(loc, *v, p);
+  return success();
+}
+
+LogicalResult KernelBuilder::storePair(StoreOp store, Value row, Value col, Value v0, Value v1) {
+  SmallVector<Value> offsets;
+  for (Value o : store.getOffsets()) {
+    auto s = scalar(o);
+    if (failed(s))
+      return failure();
+    offsets.push_back(*s);
+  }
+  unsigned arg = cast<BlockArgument>(store.getRef()).getArgNumber();
+  RefParams &r = refs[arg];
+  Type eltTy = r.elementType;
+  int64_t bytes = eltTy.getIntOrFloatBitWidth() / 8;
+  Value col1 = b.create<arith::AddIOp>(loc, col, i32(1));
+  auto [linear, ok0] = address(arg, offsets, {row, col});
+  auto [linear1, ok1] = address(arg, offsets, {row, col1});
+  // One 2-element store when both are in bounds, adjacent in memory and the
+  // address is aligned to the pair; element stores otherwise (edges, strided C).
+  Value p0 = b.create<LLVM::GEPOp>(loc, r.ptr.getType(), eltTy, r.ptr, linear);
+  Value addr = b.create<LLVM::PtrToIntOp>(loc, b.getI64Type(), p0);
+  Value aligned = b.create<arith::CmpIOp>(
+      loc, arith::CmpIPredicate::eq, b.create<arith::AndIOp>(loc, addr, i64(2 * bytes - 1)), i64(0));
+  Value unit = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, r.strides[1], i64(1));
+  Value vec = b.create<arith::AndIOp>(loc, b.create<arith::AndIOp>(loc, ok0, ok1),
+                                      b.create<arith::AndIOp>(loc, aligned, unit));
+  auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, vec, /*withElse=*/true);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  auto vecTy = VectorType::get({2}, eltTy);
+  Value pair = b.create<LLVM::PoisonOp>(loc, vecTy);
+  pair = b.create<LLVM::InsertElementOp>(loc, pair, v0, i32(0));
+  pair = b.create<LLVM::InsertElementOp>(loc, pair, v1, i32(1));
+  b.create<LLVM::StoreOp>(loc, pair, p0, /*alignment=*/2 * bytes);
+  b.setInsertionPointToStart(ifOp.elseBlock());
+  for (auto [ok, lin, v] : {std::tuple{ok0, linear, v0}, std::tuple{ok1, linear1, v1}}) {
+    auto one = b.create<scf::IfOp>(loc, TypeRange{}, ok, /*withElse=*/false);
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPointToStart(one.thenBlock());
+    Value p = b.create<LLVM::GEPOp>(loc, r.ptr.getType(), eltTy, r.ptr, lin);
+    b.create<LLVM::StoreOp>(loc, v, p);
+  }
   return success();
 }
 
@@ -687,6 +734,25 @@ Value KernelBuilder::emptyBar(Value s) {
   return smemAddr(b.create<arith::AddIOp>(loc, i32(emptyBarOff), b.create<arith::MulIOp>(loc, s, i32(8))));
 }
 
+Value KernelBuilder::fenceAccumulator(Value acc) {
+  // An empty asm that "rewrites" every accumulator register: LLVM cannot move
+  // reads of the accumulators above it (and so above the wgmma wait before it),
+  // which would make ptxas serialise the wgmma pipeline (C7514).
+  int64_t n = BN / 2;
+  SmallVector<Value> regs;
+  for (int64_t r = 0; r < n; ++r)
+    regs.push_back(b.create<LLVM::ExtractValueOp>(loc, acc, r));
+  std::string cons;
+  for (int64_t r = 0; r < n; ++r)
+    cons += (r ? ",=f" : "=f");
+  for (int64_t r = 0; r < n; ++r)
+    cons += "," + std::to_string(r);
+  auto asmOp = b.create<LLVM::InlineAsmOp>(
+      loc, acc.getType(), regs, "", cons, /*has_side_effects=*/true, /*is_align_stack=*/false,
+      LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr{}, ArrayAttr{});
+  return asmOp.getResult(0);
+}
+
 Value KernelBuilder::zeroAccumulator() {
   auto accTy = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(BN / 2, b.getF32Type()));
   Value acc = b.create<LLVM::PoisonOp>(loc, accTy);
@@ -735,11 +801,28 @@ LogicalResult KernelBuilder::emitEpilogue(Value accFinal, Value rowBlock, Value 
     if (ty.getRank() != 2 || ty.getDimSize(0) != BM || ty.getDimSize(1) != BN)
       return store.emitError() << "after the mainloop, stores must be " << BM << "x" << BN
                                << " tiles (the accumulator's shape)";
-    for (int64_t r = 0; r < BN / 2; ++r) {
-      accRegister = b.create<LLVM::ExtractValueOp>(loc, accFinal, r);
+    // Registers r and r+1 (r even) hold adjacent columns of one row: paired
+    // stores in the tma schedule. (In the warp-specialized ones the paired
+    // epilogue's register pressure makes ptxas serialise wgmma, C7514.)
+    if (sched.getKind() != ScheduleKind::tma) {
+      for (int64_t r = 0; r < BN / 2; ++r) {
+        accRegister = b.create<LLVM::ExtractValueOp>(loc, accFinal, r);
+        Value row = b.create<arith::AddIOp>(loc, rowBase, i32(8 * ((r % 4) / 2)));
+        Value col = b.create<arith::AddIOp>(loc, colBase, i32(8 * (r / 4) + r % 2));
+        if (failed(storeElement(store, {row, col})))
+          return failure();
+      }
+      return success();
+    }
+    for (int64_t r = 0; r < BN / 2; r += 2) {
       Value row = b.create<arith::AddIOp>(loc, rowBase, i32(8 * ((r % 4) / 2)));
-      Value col = b.create<arith::AddIOp>(loc, colBase, i32(8 * (r / 4) + r % 2));
-      if (failed(storeElement(store, {row, col})))
+      Value col = b.create<arith::AddIOp>(loc, colBase, i32(8 * (r / 4)));
+      Value col1 = b.create<arith::AddIOp>(loc, col, i32(1));
+      accRegister = b.create<LLVM::ExtractValueOp>(loc, accFinal, r);
+      auto v0 = element(store.getValue(), {row, col});
+      accRegister = b.create<LLVM::ExtractValueOp>(loc, accFinal, r + 1);
+      auto v1 = element(store.getValue(), {row, col1});
+      if (failed(v0) || failed(v1) || failed(storePair(store, row, col, *v0, *v1)))
         return failure();
     }
     return success();
@@ -805,7 +888,7 @@ LogicalResult KernelBuilder::buildTmaSchedule() {
     b.create<scf::YieldOp>(loc, acc);
   }
   b.create<NVVM::WgmmaWaitGroupSyncOp>(loc, 0);
-  return emitEpilogue(loop.getResult(0), wg, inWg);
+  return emitEpilogue(fenceAccumulator(loop.getResult(0)), wg, inWg);
 }
 
 /// Tile `t` (i32) of the user's grid -> program ids, with grouped raster
@@ -942,7 +1025,7 @@ LogicalResult KernelBuilder::buildWarpSpecialized(bool persistent) {
         b.setInsertionPointToStart(lastIf.thenBlock());
         release(b.create<arith::SubIOp>(loc, b.create<arith::AddIOp>(loc, base, nk), i32(1)));
       }
-      return emitEpilogue(kLoop.getResult(0), rowBlock, inWg);
+      return emitEpilogue(fenceAccumulator(kLoop.getResult(0)), rowBlock, inWg);
     });
     if (failed(r))
       return failure();
