@@ -19,6 +19,8 @@
 // CHECK: mbarrier.try_wait.parity.shared::cta.b64
 // CHECK: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
 // CHECK: wgmma.wait_group.sync.aligned 1
+// Paired bf16 stores in the epilogue.
+// CHECK: st.global.v2.b16
 
 // LOG: Compiling entry function 'gemm' for 'sm_90a'
 // LOG: 0 bytes spill stores, 0 bytes spill loads
