@@ -132,6 +132,9 @@ private:
   /// wgmma.fence, BK/16 x wgmma m64nBNk16 on stage `s` for the 64-row block
   /// `rowBlock` of A, commit_group. Returns the new accumulator.
   Value wgmmaStage(Value acc, Value s, Value rowBlock);
+  /// Waits for ring position `it`, runs wgmmaStage on it, waits until the
+  /// previous position's wgmma retired.
+  Value consumeStage(Value it, Value acc, Value rowBlock);
   /// Stores the traced epilogue from the accumulator fragments of a warpgroup
   /// (thread `inWg` of it) that owns rows [64 rowBlock, 64 rowBlock + 64).
   LogicalResult emitEpilogue(Value accFinal, Value rowBlock, Value inWg);
@@ -788,6 +791,18 @@ Value KernelBuilder::wgmmaStage(Value acc, Value s, Value rowBlock) {
   return acc;
 }
 
+Value KernelBuilder::consumeStage(Value it, Value acc, Value rowBlock) {
+  // Rule 3: read stage it % stages once its full barrier reached the parity of
+  // fill number it / stages.
+  Value s = b.create<arith::RemUIOp>(loc, it, i32(stages));
+  Value ph = b.create<arith::AndIOp>(loc, b.create<arith::DivUIOp>(loc, it, i32(stages)), i32(1));
+  mbarrierWait(fullBar(s), ph, "full", s);
+  acc = wgmmaStage(acc, s, rowBlock);
+  // Keep one wgmma group in flight: the group of position it - 1 has retired.
+  b.create<NVVM::WgmmaWaitGroupSyncOp>(loc, 1);
+  return acc;
+}
+
 LogicalResult KernelBuilder::emitEpilogue(Value accFinal, Value rowBlock, Value inWg) {
   Value warp = b.create<arith::DivUIOp>(loc, inWg, i32(32));
   Value lane = b.create<arith::RemUIOp>(loc, inWg, i32(32));
@@ -853,11 +868,7 @@ LogicalResult KernelBuilder::buildTmaSchedule() {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(loop.getBody());
     Value j = loop.getInductionVar();
-    Value s = b.create<arith::RemUIOp>(loc, j, i32(stages));
-    Value ph = b.create<arith::AndIOp>(loc, b.create<arith::DivUIOp>(loc, j, i32(stages)), i32(1));
-    mbarrierWait(fullBar(s), ph, "full", s);
-    Value acc = wgmmaStage(loop.getRegionIterArgs()[0], s, wg);
-    b.create<NVVM::WgmmaWaitGroupSyncOp>(loc, 1);
+    Value acc = consumeStage(j, loop.getRegionIterArgs()[0], wg);
 
     // Rule 2: tile j-1's wgmma retired in this warpgroup: release its stage,
     // then thread 0 refills it once every warpgroup released it.
@@ -1001,11 +1012,7 @@ LogicalResult KernelBuilder::buildWarpSpecialized(bool persistent) {
         b.setInsertionPointToStart(kLoop.getBody());
         Value j = kLoop.getInductionVar();
         Value it = b.create<arith::AddIOp>(loc, base, j);
-        Value s = b.create<arith::RemUIOp>(loc, it, i32(stages));
-        Value ph = b.create<arith::AndIOp>(loc, b.create<arith::DivUIOp>(loc, it, i32(stages)), i32(1));
-        mbarrierWait(fullBar(s), ph, "full", s);
-        Value acc = wgmmaStage(kLoop.getRegionIterArgs()[0], s, rowBlock);
-        b.create<NVVM::WgmmaWaitGroupSyncOp>(loc, 1);
+        Value acc = consumeStage(it, kLoop.getRegionIterArgs()[0], rowBlock);
         // Rule 2: the wgmma group of position it-1 retired: release its stage.
         Value hasPrev = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ugt, j, i32(0));
         auto prevIf = b.create<scf::IfOp>(loc, TypeRange{}, hasPrev, false);
