@@ -109,6 +109,8 @@ private:
   /// The kernel-side value of a scalar (index or float) of the tessel func;
   /// `ivRepl` replaces the mainloop's induction variable.
   FailureOr<Value> scalar(Value v, Value ivRepl = {});
+  /// `scalar` of each value (tile offsets).
+  FailureOr<SmallVector<Value>> offsetScalars(ValueRange vs, Value ivRepl = {});
   /// Evaluates one element of tile `v` at `coords` (i32, one per dim).
   FailureOr<Value> element(Value v, ArrayRef<Value> coords);
   FailureOr<Value> cloneElementwise(Operation *op, ArrayRef<Value> operands);
@@ -330,6 +332,17 @@ FailureOr<Value> KernelBuilder::scalar(Value v, Value ivRepl) {
   return result;
 }
 
+FailureOr<SmallVector<Value>> KernelBuilder::offsetScalars(ValueRange vs, Value ivRepl) {
+  SmallVector<Value> out;
+  for (Value v : vs) {
+    auto s = scalar(v, ivRepl);
+    if (failed(s))
+      return failure();
+    out.push_back(*s);
+  }
+  return out;
+}
+
 FailureOr<Value> KernelBuilder::cloneElementwise(Operation *op, ArrayRef<Value> operands) {
   SmallVector<Type> types;
   for (Type t : op->getResultTypes())
@@ -355,13 +368,10 @@ std::pair<Value, Value> KernelBuilder::address(unsigned arg, ArrayRef<Value> off
 }
 
 FailureOr<Value> KernelBuilder::loadElement(LoadOp load, ArrayRef<Value> coords) {
-  SmallVector<Value> offsets;
-  for (Value o : load.getOffsets()) {
-    auto s = scalar(o);
-    if (failed(s))
-      return failure();
-    offsets.push_back(*s);
-  }
+  auto offsetsOrFail = offsetScalars(load.getOffsets());
+  if (failed(offsetsOrFail))
+    return failure();
+  SmallVector<Value> offsets = std::move(*offsetsOrFail);
   unsigned arg = cast<BlockArgument>(load.getRef()).getArgNumber();
   auto [linear, inBounds] = address(arg, offsets, coords);
   Type elt = refs[arg].elementType;
@@ -383,13 +393,10 @@ LogicalResult KernelBuilder::storeElement(StoreOp store, ArrayRef<Value> coords)
   auto v = element(store.getValue(), coords);
   if (failed(v))
     return failure();
-  SmallVector<Value> offsets;
-  for (Value o : store.getOffsets()) {
-    auto s = scalar(o);
-    if (failed(s))
-      return failure();
-    offsets.push_back(*s);
-  }
+  auto offsetsOrFail = offsetScalars(store.getOffsets());
+  if (failed(offsetsOrFail))
+    return failure();
+  SmallVector<Value> offsets = std::move(*offsetsOrFail);
   unsigned arg = cast<BlockArgument>(store.getRef()).getArgNumber();
   auto [linear, inBounds] = address(arg, offsets, coords);
   auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, inBounds, /*withElse=*/false);
@@ -402,13 +409,10 @@ LogicalResult KernelBuilder::storeElement(StoreOp store, ArrayRef<Value> coords)
 }
 
 LogicalResult KernelBuilder::storePair(StoreOp store, Value row, Value col, Value v0, Value v1) {
-  SmallVector<Value> offsets;
-  for (Value o : store.getOffsets()) {
-    auto s = scalar(o);
-    if (failed(s))
-      return failure();
-    offsets.push_back(*s);
-  }
+  auto offsetsOrFail = offsetScalars(store.getOffsets());
+  if (failed(offsetsOrFail))
+    return failure();
+  SmallVector<Value> offsets = std::move(*offsetsOrFail);
   unsigned arg = cast<BlockArgument>(store.getRef()).getArgNumber();
   RefParams &r = refs[arg];
   Type eltTy = r.elementType;
@@ -638,13 +642,10 @@ LogicalResult KernelBuilder::issueStage(Value j, Value s) {
   ptx("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r",
       {full, i32(aBytes + bBytes)});
   auto issue = [&](GemmOperand op, TmaParam &t, Value dst) -> LogicalResult {
-    SmallVector<Value> off;
-    for (Value o : op.load.getOffsets()) {
-      auto s = scalar(o, kv);
-      if (failed(s))
-        return failure();
-      off.push_back(*s);
-    }
+    auto offOrFail = offsetScalars(op.load.getOffsets(), kv);
+    if (failed(offOrFail))
+      return failure();
+    SmallVector<Value> off = std::move(*offOrFail);
     // TMA coordinates are innermost first.
     ptx("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
         " [$0], [$1, {$2, $3}], [$4];",
