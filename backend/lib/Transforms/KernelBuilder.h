@@ -1,0 +1,140 @@
+//===- KernelBuilder.h - builds one sm_90a kernel from a tessel kernel -----===//
+//
+// Private to TesselTransforms: the state and helpers that tessel-lower-to-nvvm
+// uses to write one `llvm.func` kernel. Each schedule is a member function;
+// `LowerToNVVM.cpp` holds the shared pieces (parameters, scalars, elements,
+// barriers, wgmma) and the TMA-fed schedules, `MultistageSchedule.cpp` the
+// cp.async + mma.sync one.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_LIB_TRANSFORMS_KERNELBUILDER_H
+#define TESSEL_LIB_TRANSFORMS_KERNELBUILDER_H
+
+#include "tessel/Transforms/GemmMatch.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+namespace mlir::tessel::lowering {
+
+constexpr int64_t kThreadsPerWarpgroup = 128;
+/// Grouped raster order of persistent schedules: rows of tiles per group.
+constexpr int64_t kRasterGroup = 8;
+constexpr StringLiteral kSmemSymbol = "__tessel_smem";
+
+/// Builds one kernel. All values it creates live in the new llvm.func.
+class KernelBuilder {
+public:
+  KernelBuilder(func::FuncOp fn, std::optional<GemmMatch> gemm, ScheduleAttr sched,
+                bool boundedWaits)
+      : fn(fn), gemm(std::move(gemm)), sched(sched), b(fn.getContext()), ctx(fn.getContext()),
+        boundedWaits(boundedWaits) {}
+
+  LogicalResult build();
+
+private:
+  // ---- parameters -------------------------------------------------------
+  struct RefParams {
+    Value ptr;                      ///< !llvm.ptr<1>
+    SmallVector<Value> sizes;       ///< i64
+    SmallVector<Value> strides;     ///< i64
+    Type elementType;
+  };
+  struct TmaParam {
+    unsigned arg;
+    std::array<int64_t, 2> box;     ///< innermost first
+    Value desc;                     ///< !llvm.ptr to the byval CUtensorMap
+  };
+
+  // ---- helpers ----------------------------------------------------------
+  Value i32(int64_t v) { return b.create<arith::ConstantIntOp>(loc, b.getI32Type(), v); }
+  Value i64(int64_t v) { return b.create<arith::ConstantIntOp>(loc, b.getI64Type(), v); }
+  /// Inline PTX with side effects; operands bind to $0.. in order.
+  Value ptx(StringRef code, StringRef constraints, ValueRange operands, Type result = {});
+  void barSync() { ptx("bar.sync 0;", "", {}); }
+  Value smemAddr(int64_t offset) { return b.create<arith::AddIOp>(loc, smemBase32, i32(offset)); }
+  Value smemAddr(Value offset) { return b.create<arith::AddIOp>(loc, smemBase32, offset); }
+  /// Waits until mbarrier `bar` completes the phase of parity `parity`. With
+  /// bounded waits (TESSEL_DEBUG), a wait longer than 4 s prints which
+  /// barrier ring (`ring`), stage and parity timed out, then traps.
+  void mbarrierWait(Value bar, Value parity, StringRef ring, Value stage);
+  void reportTimeout(StringRef ring, Value stage, Value parity);
+
+  Type mapScalarType(Type t) { return t.isIndex() ? b.getI32Type() : t; }
+  /// The kernel-side value of a scalar (index or float) of the tessel func;
+  /// `ivRepl` replaces the mainloop's induction variable.
+  FailureOr<Value> scalar(Value v, Value ivRepl = {});
+  /// `scalar` of each value (tile offsets).
+  FailureOr<SmallVector<Value>> offsetScalars(ValueRange vs, Value ivRepl = {});
+  /// Evaluates one element of tile `v` at `coords` (i32, one per dim).
+  FailureOr<Value> element(Value v, ArrayRef<Value> coords);
+  FailureOr<Value> cloneElementwise(Operation *op, ArrayRef<Value> operands);
+  /// Linear element offset (i64) and in-bounds predicate of ref[offsets + coords].
+  std::pair<Value, Value> address(unsigned arg, ArrayRef<Value> offsets, ArrayRef<Value> coords);
+  FailureOr<Value> loadElement(LoadOp load, ArrayRef<Value> coords);
+  LogicalResult storeElement(StoreOp store, ArrayRef<Value> coords);
+  /// Stores two evaluated elements at (row, col) and (row, col + 1) of a 2-d store.
+  LogicalResult storePair(StoreOp store, Value row, Value col, Value v0, Value v1);
+
+  LogicalResult buildSignature();
+  LogicalResult buildGemm();
+  LogicalResult setupGemm();
+  LogicalResult buildTmaSchedule();
+  LogicalResult buildWarpSpecialized(bool persistent);
+  /// Schedule `multistage` (MultistageSchedule.cpp): cp.async ring, ldmatrix,
+  /// mma.sync m16n8k16, every warp computing.
+  LogicalResult buildMultistage();
+  Value fullBar(Value s);
+  Value emptyBar(Value s);
+  Value zeroAccumulator();
+  /// Pins the accumulator registers after a wgmma wait (warpgroup_fence_operand).
+  Value fenceAccumulator(Value acc);
+  /// wgmma.fence, BK/16 x wgmma m64nBNk16 on stage `s` for the 64-row block
+  /// `rowBlock` of A, commit_group. Returns the new accumulator.
+  Value wgmmaStage(Value acc, Value s, Value rowBlock);
+  /// Waits for ring position `it`, runs wgmmaStage on it, waits until the
+  /// previous position's wgmma retired.
+  Value consumeStage(Value it, Value acc, Value rowBlock);
+  /// Stores the traced epilogue from the accumulator fragments of a warpgroup
+  /// (thread `inWg` of it) that owns rows [64 rowBlock, 64 rowBlock + 64).
+  LogicalResult emitEpilogue(Value accFinal, Value rowBlock, Value inWg);
+  void setProgramIds(Value tile);
+  LogicalResult buildElementwise();
+  LogicalResult emitStores(function_ref<LogicalResult(StoreOp)> perStore);
+  /// TMA loads of tile `j` into stage `s` (both i32), then expect_tx.
+  LogicalResult issueStage(Value j, Value s);
+
+  func::FuncOp fn;
+  std::optional<GemmMatch> gemm;
+  ScheduleAttr sched;
+  OpBuilder b;
+  MLIRContext *ctx;
+  bool boundedWaits;
+  Location loc = UnknownLoc::get(ctx);
+
+  LLVM::LLVMFuncOp kernel;
+  SmallVector<RefParams> refs;
+  SmallVector<TmaParam> tma;   // [0] = A, [1] = B for GEMM kernels
+  DenseMap<Value, Value> scalars;
+  Value smemBase32, tid;
+  unsigned threads = kThreadsPerWarpgroup;
+  int64_t smemBytes = 0;
+
+  // GEMM state.
+  Value accLoopResult;          ///< the tessel loop result that holds the accumulator
+  Value accRegister;            ///< f32 register of the element being evaluated
+  Value lb, step, nk;
+  int64_t BM = 0, BN = 0, BK = 0, eltBytes = 2;
+  Type elt;
+  int64_t aBytes = 0, bBytes = 0, stages = 0;
+  /// Persistent schedules: the user's grid (i32 x 3) and the program ids of
+  /// the tile being computed (empty: program ids are %ctaid).
+  SmallVector<Value, 3> gridParams;
+  SmallVector<Value, 3> programIds;
+  int64_t fullBarOff = 0, emptyBarOff = 0;
+};
+
+} // namespace mlir::tessel::lowering
+
+#endif // TESSEL_LIB_TRANSFORMS_KERNELBUILDER_H
