@@ -212,6 +212,25 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(tb::gemm_shape{200, 300, 72}, tb::gemm_shape{3000, 5000, 2000})),
     ws_param_name);
 
+// Pingpong: each consumer warpgroup holds a whole tile, so tiles up to 128x128.
+INSTANTIATE_TEST_SUITE_P(
+    Pingpong, WarpSpecializedGemm,
+    ::testing::Combine(::testing::Values(ts::schedule::pingpong), ::testing::Values(tb::tile_shape{128, 128, 64}),
+                       ::testing::Values(2, 4),
+                       ::testing::Values(tb::gemm_shape{128, 128, 64}, tb::gemm_shape{1024, 1024, 64},
+                                         tb::gemm_shape{256, 256, 8192}, tb::gemm_shape{200, 300, 72},
+                                         tb::gemm_shape{7, 9, 8}, tb::gemm_shape{129, 257, 136},
+                                         tb::gemm_shape{64, 4096, 4096}, tb::gemm_shape{384, 128, 64},
+                                         tb::gemm_shape{3000, 5000, 2000}, tb::gemm_shape{8192, 8192, 8192})),
+    ws_param_name);
+
+INSTANTIATE_TEST_SUITE_P(
+    Pingpong, WarpSpecializedGemmBiasRelu,
+    ::testing::Combine(::testing::Values(ts::schedule::pingpong), ::testing::Values(tb::tile_shape{128, 128, 64}),
+                       ::testing::Values(4),
+                       ::testing::Values(tb::gemm_shape{200, 300, 72}, tb::gemm_shape{3000, 5000, 2000})),
+    ws_param_name);
+
 TEST(GpuAvailable, AgreesWithCudaRuntime) {
   TESSEL_REQUIRE_GPU();
   std::string why;

@@ -53,7 +53,8 @@ private:
   ScopedDiagnosticHandler handler;
 };
 
-/// "ptr:0", "size:0:1", "stride:2:0", "tma:1:64x256:128" -> ParamSpec.
+/// "ptr:0", "size:0:1", "stride:2:0", "tma:1:64x256:128", "tmastore:2:64x64:128",
+/// "tmaok:2", "grid:0" -> ParamSpec.
 ::tessel::ParamSpec parseParam(StringRef s) {
   SmallVector<StringRef> parts;
   s.split(parts, ':');
@@ -70,11 +71,14 @@ private:
     p.kind = ::tessel::ParamSpec::Kind::GridDim;
     p.arg = 0;
     p.dim = num(parts[1]);
+  } else if (parts[0] == "tmaok") {
+    p.kind = ::tessel::ParamSpec::Kind::TmaUsable;
   } else if (parts[0] == "size" || parts[0] == "stride") {
     p.kind = parts[0] == "size" ? ::tessel::ParamSpec::Kind::Size : ::tessel::ParamSpec::Kind::Stride;
     p.dim = num(parts[2]);
   } else {
     p.kind = ::tessel::ParamSpec::Kind::TmaDescriptor;
+    p.store = parts[0] == "tmastore";
     auto [inner, outer] = parts[2].split('x');
     p.box = {static_cast<uint32_t>(num(inner)), static_cast<uint32_t>(num(outer)), 1};
     p.swizzleBytes = num(parts[3]);
@@ -141,7 +145,7 @@ private:
   for (Attribute a : kernel->getAttrOfType<ArrayAttr>("tessel.params"))
     k.params.push_back(parseParam(cast<StringAttr>(a).getValue()));
   for (const ::tessel::ParamSpec &p : k.params)
-    if (p.kind == ::tessel::ParamSpec::Kind::TmaDescriptor)
+    if (p.kind == ::tessel::ParamSpec::Kind::TmaDescriptor && !p.store)
       k.args[p.arg].loadedByTma = true;
   k.blockThreads = kernel->getAttrOfType<IntegerAttr>("tessel.threads").getInt();
   k.dynamicSmemBytes = kernel->getAttrOfType<IntegerAttr>("tessel.shared_bytes").getInt();

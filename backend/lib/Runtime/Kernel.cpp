@@ -300,6 +300,9 @@ void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_ar
     const TmaEncoding& e = v.tma;
     CUtensorMap* map = &maps[nextMap++];
     std::memset(map, 0, sizeof(*map));
+    params[i] = map;
+    if (e.zeroed)
+      continue;  // an output TMA cannot address: the kernel's TmaUsable parameter is 0
     CUresult r = d.cuTensorMapEncodeTiled(
         map, tmaDataType(e.type), e.rank, const_cast<void*>(e.globalAddress), e.globalDim, e.globalStrides,
         e.boxDim, e.elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE, tmaSwizzle(e.swizzleBytes),

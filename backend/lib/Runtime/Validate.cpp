@@ -77,6 +77,8 @@ const char* kindName(ParamSpec::Kind k) {
     return "TMA descriptor";
   case ParamSpec::Kind::GridDim:
     return "grid extent";
+  case ParamSpec::Kind::TmaUsable:
+    return "TMA-usable flag";
   }
   return "?";
 }
@@ -101,6 +103,28 @@ std::uint64_t tmaStrideBytes(const tensor_arg& a, int d) {
     if (a.sizes[e] > 1)
       span += (a.sizes[e] - 1) * a.strides[e] * elem;
   return static_cast<std::uint64_t>((span + 15) / 16 * 16);
+}
+
+/// True when TMA can address `a` (the rules validateArgs enforces for
+/// TMA-loaded arguments): 16-byte aligned base, contiguous innermost
+/// dimension, outer strides multiples of 16 bytes below 2^40, sizes below 2^32.
+bool tmaUsable(const tensor_arg& a) {
+  const std::int64_t elem = static_cast<std::int64_t>(elementSize(a.type));
+  if (!tmaCapable(a.type) || a.data == nullptr || reinterpret_cast<std::uintptr_t>(a.data) % 16 != 0)
+    return false;
+  const int inner = a.rank - 1;
+  if (a.sizes[inner] != 1 && a.strides[inner] != 1)
+    return false;
+  for (int d = 0; d < a.rank; ++d) {
+    if (a.sizes[d] < 1 || a.sizes[d] > kTmaMaxDim)
+      return false;
+    if (d == inner || a.sizes[d] == 1)
+      continue;
+    std::int64_t bytes = a.strides[d] * elem;
+    if (bytes % 16 != 0 || bytes >= kTmaMaxStrideBytes)
+      return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -147,7 +171,7 @@ void validateCompiledKernel(const CompiledKernel& k) {
            std::to_string(a.rank) + " tensor");
     if (p.kind != ParamSpec::Kind::TmaDescriptor)
       continue;
-    if (!a.loadedByTma)
+    if (!a.loadedByTma && !p.store)
       fail(where + ": the argument is not marked loadedByTma");
     if (!tmaCapable(a.type))
       fail(where + ": TMA cannot load " + dtypeName(a.type) + " tensors");
@@ -297,12 +321,16 @@ std::vector<ParamValue> planParams(const CompiledKernel& k, std::span<const tens
     case ParamSpec::Kind::GridDim:
       v.scalar = p.dim == 0 ? g.x : p.dim == 1 ? g.y : g.z;
       break;
+    case ParamSpec::Kind::TmaUsable:
+      v.scalar = tmaUsable(a) ? 1 : 0;
+      break;
     case ParamSpec::Kind::TmaDescriptor: {
       TmaEncoding& e = v.tma;
       e.type = a.type;
       e.rank = static_cast<std::uint32_t>(a.rank);
       e.globalAddress = a.data;
       e.swizzleBytes = p.swizzleBytes;
+      e.zeroed = p.store && !tmaUsable(a);
       // tensor_arg is outermost first; the tensor map is innermost first.
       for (int j = 0; j < a.rank; ++j) {
         e.globalDim[j] = static_cast<std::uint64_t>(a.sizes[a.rank - 1 - j]);

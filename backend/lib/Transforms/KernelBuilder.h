@@ -45,6 +45,8 @@ private:
     unsigned arg;
     std::array<int64_t, 2> box;     ///< innermost first
     Value desc;                     ///< !llvm.ptr to the byval CUtensorMap
+    StoreOp store = {};             ///< TMA-store descriptors: the store they serve
+    Value usable = {};              ///< TMA-store descriptors: i1, the argument meets TMA's rules
   };
 
   // ---- helpers ----------------------------------------------------------
@@ -74,6 +76,8 @@ private:
   std::pair<Value, Value> address(unsigned arg, ArrayRef<Value> offsets, ArrayRef<Value> coords);
   FailureOr<Value> loadElement(LoadOp load, ArrayRef<Value> coords);
   LogicalResult storeElement(StoreOp store, ArrayRef<Value> coords);
+  /// Bounds-checked store of the evaluated element `v` at ref[offsets + coords].
+  LogicalResult storeValue(StoreOp store, ArrayRef<Value> coords, Value v);
   /// Stores two evaluated elements at (row, col) and (row, col + 1) of a 2-d store.
   LogicalResult storePair(StoreOp store, Value row, Value col, Value v0, Value v1);
 
@@ -81,7 +85,9 @@ private:
   LogicalResult buildGemm();
   LogicalResult setupGemm();
   LogicalResult buildTmaSchedule();
-  LogicalResult buildWarpSpecialized(bool persistent);
+  /// Schedules warp_specialized, cooperative (persistent) and pingpong
+  /// (persistent, consumers alternate tiles).
+  LogicalResult buildWarpSpecialized();
   /// Schedule `multistage` (MultistageSchedule.cpp): cp.async ring, ldmatrix,
   /// mma.sync m16n8k16, every warp computing.
   LogicalResult buildMultistage();
@@ -92,13 +98,35 @@ private:
   Value fenceAccumulator(Value acc);
   /// wgmma.fence, BK/16 x wgmma m64nBNk16 on stage `s` for the 64-row block
   /// `rowBlock` of A, commit_group. Returns the new accumulator.
-  Value wgmmaStage(Value acc, Value s, Value rowBlock);
+  /// With several accumulators, accs[i] is row block rowBlock + i (one
+  /// commit group for all).
+  SmallVector<Value> wgmmaStage(ArrayRef<Value> accs, Value s, Value rowBlock);
   /// Waits for ring position `it`, runs wgmmaStage on it, waits until the
   /// previous position's wgmma retired.
-  Value consumeStage(Value it, Value acc, Value rowBlock);
+  SmallVector<Value> consumeStage(Value it, ArrayRef<Value> accs, Value rowBlock);
   /// Stores the traced epilogue from the accumulator fragments of a warpgroup
   /// (thread `inWg` of it) that owns rows [64 rowBlock, 64 rowBlock + 64).
   LogicalResult emitEpilogue(Value accFinal, Value rowBlock, Value inWg);
+  /// emitEpilogue for one store.
+  LogicalResult emitRegisterStore(StoreOp store, Value accFinal, Value rowBlock, Value inWg);
+
+  // ---- TMA-store epilogue of the warp-specialized schedules ----------------
+  /// Stores after the mainloop that go through shared memory and a TMA store:
+  /// BM x BN tiles of a 2-d tensor of 16- or 32-bit elements, BN a multiple
+  /// of one 128-byte chunk. Other stores use emitEpilogue's register path.
+  SmallVector<StoreOp> stagedStores();
+  /// Consumer warpgroup `consumer` (of `consumers`), thread `inWg` of it,
+  /// owns the 64-row blocks firstRowBlock + i with accumulators accs[i].
+  /// `tileIter` counts this warpgroup's tiles (it picks staging buffers).
+  LogicalResult emitConsumerEpilogue(ArrayRef<Value> accs, Value firstRowBlock, Value inWg,
+                                     Value consumer, Value tileIter);
+  /// One 64-row x 128-byte chunk of a staged store: fragments -> swizzled
+  /// staging buffer -> TMA store (or plain stores when the output breaks
+  /// TMA's rules).
+  LogicalResult stageChunk(TmaParam &t, Value acc, Value rowBlock, int64_t chunk, Value inWg,
+                           Value consumer, Value sequence);
+  /// Named barrier of consumer warpgroup `consumer` (ids 1..; 0 is bar.sync 0).
+  void consumerBarrier(Value consumer);
   void setProgramIds(Value tile);
   LogicalResult buildElementwise();
   LogicalResult emitStores(function_ref<LogicalResult(StoreOp)> perStore);
@@ -133,6 +161,10 @@ private:
   SmallVector<Value, 3> gridParams;
   SmallVector<Value, 3> programIds;
   int64_t fullBarOff = 0, emptyBarOff = 0;
+  /// Warp-specialized schedules: consumer warpgroups and their staging buffers
+  /// (two 64 x 128-byte chunks each, 1024-aligned for the 128B swizzle).
+  int64_t consumers = 0, stagingOff = 0;
+  static constexpr int64_t kChunkBytes = 64 * 128;
 };
 
 } // namespace mlir::tessel::lowering

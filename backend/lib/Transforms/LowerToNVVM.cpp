@@ -281,18 +281,21 @@ LogicalResult KernelBuilder::storeElement(StoreOp store, ArrayRef<Value> coords)
   auto v = element(store.getValue(), coords);
   if (failed(v))
     return failure();
+  return storeValue(store, coords, *v);
+}
+
+LogicalResult KernelBuilder::storeValue(StoreOp store, ArrayRef<Value> coords, Value v) {
   auto offsetsOrFail = offsetScalars(store.getOffsets());
   if (failed(offsetsOrFail))
     return failure();
-  SmallVector<Value> offsets = std::move(*offsetsOrFail);
   unsigned arg = cast<BlockArgument>(store.getRef()).getArgNumber();
-  auto [linear, inBounds] = address(arg, offsets, coords);
+  auto [linear, inBounds] = address(arg, *offsetsOrFail, coords);
   auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, inBounds, /*withElse=*/false);
   OpBuilder::InsertionGuard g(b);
   b.setInsertionPointToStart(ifOp.thenBlock());
   Type elt = refs[arg].elementType;
   Value p = b.create<LLVM::GEPOp>(loc, refs[arg].ptr.getType(), elt, refs[arg].ptr, linear);
-  b.create<LLVM::StoreOp>(loc, *v, p);
+  b.create<LLVM::StoreOp>(loc, v, p);
   return success();
 }
 
@@ -421,16 +424,29 @@ LogicalResult KernelBuilder::buildSignature() {
     auto tile = sched.getTile();
     tma.push_back({gemm->a.argIndex, {tile[2], tile[0]}, {}});
     tma.push_back({gemm->b.argIndex, {tile[2], tile[1]}, {}});
+    // Staged outputs: one 64-row x 128-byte box, 128B swizzle.
+    for (StoreOp store : stagedStores()) {
+      unsigned arg = cast<BlockArgument>(store.getRef()).getArgNumber();
+      int64_t bytes = store.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8;
+      tma.push_back({arg, {128 / bytes, 64}, {}, store});
+    }
     for (TmaParam &t : tma) {
       types.push_back(LLVM::LLVMPointerType::get(ctx));
-      params.push_back(b.getStringAttr("tma:" + std::to_string(t.arg) + ":" +
-                                       std::to_string(t.box[0]) + "x" + std::to_string(t.box[1]) +
-                                       ":" + std::to_string(sched.getSwizzle())));
+      params.push_back(b.getStringAttr((t.store ? "tmastore:" : "tma:") + std::to_string(t.arg) +
+                                       ":" + std::to_string(t.box[0]) + "x" +
+                                       std::to_string(t.box[1]) + ":" +
+                                       std::to_string(t.store ? 128 : sched.getSwizzle())));
     }
+    for (TmaParam &t : tma)
+      if (t.store) {
+        types.push_back(b.getI64Type());
+        params.push_back(b.getStringAttr("tmaok:" + std::to_string(t.arg)));
+      }
   }
   // Persistent schedules get the user's grid; the runtime launches about one
   // CTA per SM instead.
-  bool persistent = sched && sched.getKind() == ScheduleKind::cooperative;
+  bool persistent = sched && (sched.getKind() == ScheduleKind::cooperative ||
+                              sched.getKind() == ScheduleKind::pingpong);
   unsigned numGridParams = persistent ? 3 : 0;
   for (unsigned d = 0; d < numGridParams; ++d) {
     types.push_back(b.getI64Type());
@@ -441,7 +457,8 @@ LogicalResult KernelBuilder::buildSignature() {
   kernel = b.create<LLVM::LLVMFuncOp>(fn.getLoc(), fn.getSymName(), fnTy);
   kernel->setAttr("nvvm.kernel", b.getUnitAttr());
   kernel->setAttr("tessel.params", b.getArrayAttr(params));
-  unsigned firstTma = types.size() - numGridParams - tma.size();
+  unsigned numUsable = llvm::count_if(tma, [](const TmaParam &t) { return bool(t.store); });
+  unsigned firstTma = types.size() - numGridParams - numUsable - tma.size();
   for (unsigned i = 0; i < tma.size(); ++i) {
     unsigned p = firstTma + i;
     kernel.setArgAttr(p, "llvm.byval", TypeAttr::get(LLVM::LLVMArrayType::get(b.getI8Type(), 128)));
@@ -464,6 +481,10 @@ LogicalResult KernelBuilder::buildSignature() {
   }
   for (TmaParam &t : tma)
     t.desc = entry->getArgument(p++);
+  for (TmaParam &t : tma)
+    if (t.store)
+      t.usable = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, entry->getArgument(p++),
+                                         i64(0));
   for (unsigned d = 0; d < numGridParams; ++d)
     gridParams.push_back(b.create<arith::TruncIOp>(loc, b.getI32Type(), entry->getArgument(p++)));
   if (persistent)
@@ -575,18 +596,24 @@ LogicalResult KernelBuilder::setupGemm() {
   eltBytes = elt.getIntOrFloatBitWidth() / 8;
   aBytes = BM * BK * eltBytes;
   bBytes = BN * BK * eltBytes;
-  fullBarOff = stages * (aBytes + bBytes);
+  bool specialized = sched.getKind() != ScheduleKind::tma;
+  // Warp-specialized schedules add one producer warpgroup (warpgroup 0) and
+  // two staging chunks per consumer warpgroup for the TMA-store epilogue.
+  consumers = sched.getKind() == ScheduleKind::pingpong ? 2 : W;
+  stagingOff = stages * (aBytes + bBytes);
+  fullBarOff = stagingOff + (specialized ? consumers * 2 * kChunkBytes : 0);
   emptyBarOff = fullBarOff + 8 * stages;
   smemBytes = emptyBarOff + 8 * stages;
-  bool specialized = sched.getKind() != ScheduleKind::tma;
-  // Warp-specialized schedules add one producer warpgroup (warpgroup 0).
-  threads = (W + (specialized ? 1 : 0)) * kThreadsPerWarpgroup;
+  threads = ((specialized ? consumers : W) + (specialized ? 1 : 0)) * kThreadsPerWarpgroup;
   kernel->setAttr("nvvm.reqntid", b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
   // One CTA per SM: lets ptxas use the whole register file, and makes ptxas
   // honour setmaxnreg (it ignores it without .minnctapersm or .maxnreg: C7508).
   kernel->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
 
   Value isLeader = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, tid, i32(0));
+  // A stage is released by every warpgroup that read it: all of them (tma,
+  // warp_specialized, cooperative) or the one whose tile it was (pingpong).
+  int64_t emptyArrivals = sched.getKind() == ScheduleKind::pingpong ? 1 : W;
   // Rule 1: barriers initialised by thread 0, fenced, then a CTA barrier.
   {
     auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, isLeader, false);
@@ -594,7 +621,7 @@ LogicalResult KernelBuilder::setupGemm() {
     b.setInsertionPointToStart(ifOp.thenBlock());
     for (int64_t s = 0; s < stages; ++s) {
       ptx("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r", {smemAddr(fullBarOff + 8 * s), i32(1)});
-      ptx("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r", {smemAddr(emptyBarOff + 8 * s), i32(W)});
+      ptx("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r", {smemAddr(emptyBarOff + 8 * s), i32(emptyArrivals)});
     }
     ptx("fence.mbarrier_init.release.cluster;", "", {});
     for (TmaParam &t : tma)
@@ -654,45 +681,55 @@ Value KernelBuilder::zeroAccumulator() {
   return acc;
 }
 
-Value KernelBuilder::wgmmaStage(Value acc, Value s, Value rowBlock) {
-  Value aBase = smemAddr(b.create<arith::AddIOp>(
-      loc, b.create<arith::MulIOp>(loc, s, i32(aBytes)),
-      b.create<arith::MulIOp>(loc, rowBlock, i32(64 * BK * eltBytes))));
+SmallVector<Value> KernelBuilder::wgmmaStage(ArrayRef<Value> accs, Value s, Value rowBlock) {
   Value bBase = smemAddr(b.create<arith::AddIOp>(
       loc, i32(stages * aBytes), b.create<arith::MulIOp>(loc, s, i32(bBytes))));
   auto wgmmaType = elt.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+  SmallVector<Value> out(accs);
   b.create<NVVM::WgmmaFenceAlignedOp>(loc);
-  for (int64_t kk = 0; kk < BK / 16; ++kk) {
-    // A k16 step inside the 128B swizzle atom advances the start address by 32 B.
-    Value da = wgmmaDescriptor(b, loc, b.create<arith::AddIOp>(loc, aBase, i32(kk * 16 * eltBytes)));
-    Value db = wgmmaDescriptor(b, loc, b.create<arith::AddIOp>(loc, bBase, i32(kk * 16 * eltBytes)));
-    acc = b.create<NVVM::WgmmaMmaAsyncOp>(
-        loc, acc.getType(), acc, da, db, NVVM::MMAShapeAttr::get(ctx, 64, BN, 16),
-        NVVM::WGMMATypesAttr::get(ctx, wgmmaType), NVVM::WGMMATypesAttr::get(ctx, wgmmaType),
-        NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
-        NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one),
-        NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
-        NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
-        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
-        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col), NVVM::MMAIntOverflowAttr{});
+  for (auto [i, acc] : llvm::enumerate(out)) {
+    Value aBase = smemAddr(b.create<arith::AddIOp>(
+        loc, b.create<arith::MulIOp>(loc, s, i32(aBytes)),
+        b.create<arith::MulIOp>(loc, b.create<arith::AddIOp>(loc, rowBlock, i32(i)),
+                                i32(64 * BK * eltBytes))));
+    for (int64_t kk = 0; kk < BK / 16; ++kk) {
+      // A k16 step inside the 128B swizzle atom advances the start address by 32 B.
+      Value da = wgmmaDescriptor(b, loc, b.create<arith::AddIOp>(loc, aBase, i32(kk * 16 * eltBytes)));
+      Value db = wgmmaDescriptor(b, loc, b.create<arith::AddIOp>(loc, bBase, i32(kk * 16 * eltBytes)));
+      acc = b.create<NVVM::WgmmaMmaAsyncOp>(
+          loc, acc.getType(), acc, da, db, NVVM::MMAShapeAttr::get(ctx, 64, BN, 16),
+          NVVM::WGMMATypesAttr::get(ctx, wgmmaType), NVVM::WGMMATypesAttr::get(ctx, wgmmaType),
+          NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
+          NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one),
+          NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+          NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col), NVVM::MMAIntOverflowAttr{});
+    }
   }
   b.create<NVVM::WgmmaGroupSyncAlignedOp>(loc);
-  return acc;
+  return out;
 }
 
-Value KernelBuilder::consumeStage(Value it, Value acc, Value rowBlock) {
+SmallVector<Value> KernelBuilder::consumeStage(Value it, ArrayRef<Value> accs, Value rowBlock) {
   // Rule 3: read stage it % stages once its full barrier reached the parity of
   // fill number it / stages.
   Value s = b.create<arith::RemUIOp>(loc, it, i32(stages));
   Value ph = b.create<arith::AndIOp>(loc, b.create<arith::DivUIOp>(loc, it, i32(stages)), i32(1));
   mbarrierWait(fullBar(s), ph, "full", s);
-  acc = wgmmaStage(acc, s, rowBlock);
+  SmallVector<Value> out = wgmmaStage(accs, s, rowBlock);
   // Keep one wgmma group in flight: the group of position it - 1 has retired.
   b.create<NVVM::WgmmaWaitGroupSyncOp>(loc, 1);
-  return acc;
+  return out;
 }
 
 LogicalResult KernelBuilder::emitEpilogue(Value accFinal, Value rowBlock, Value inWg) {
+  return emitStores(
+      [&](StoreOp store) { return emitRegisterStore(store, accFinal, rowBlock, inWg); });
+}
+
+LogicalResult KernelBuilder::emitRegisterStore(StoreOp store, Value accFinal, Value rowBlock,
+                                               Value inWg) {
   Value warp = b.create<arith::DivUIOp>(loc, inWg, i32(32));
   Value lane = b.create<arith::RemUIOp>(loc, inWg, i32(32));
   Value rowBase = b.create<arith::AddIOp>(
@@ -700,7 +737,7 @@ LogicalResult KernelBuilder::emitEpilogue(Value accFinal, Value rowBlock, Value 
       b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, warp, i32(16)),
                               b.create<arith::DivUIOp>(loc, lane, i32(4))));
   Value colBase = b.create<arith::MulIOp>(loc, b.create<arith::RemUIOp>(loc, lane, i32(4)), i32(2));
-  return emitStores([&](StoreOp store) -> LogicalResult {
+  {
     auto ty = cast<RankedTensorType>(store.getValue().getType());
     if (ty.getRank() != 2 || ty.getDimSize(0) != BM || ty.getDimSize(1) != BN)
       return store.emitError() << "after the mainloop, stores must be " << BM << "x" << BN
@@ -730,6 +767,238 @@ LogicalResult KernelBuilder::emitEpilogue(Value accFinal, Value rowBlock, Value 
         return failure();
     }
     return success();
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// TMA-store epilogue (warp-specialized schedules)
+//===----------------------------------------------------------------------===//
+//
+// Each consumer warpgroup owns two staging chunks of 64 rows x 128 bytes
+// (64 bf16/f16 or 32 f32 columns), laid out as TMA's 128B swizzle expects:
+// the 16-byte piece j of row r lives at r * 128 + ((j ^ (r % 8)) * 16), so
+// the 8 rows a warp's fragments touch at once land in 8 different bank
+// groups. Per chunk (sequence number q of the warpgroup, buffer q % 2):
+//
+//   thread 0 of wg:  cp.async.bulk.wait_group.read 1   (store q-2 read buffer)
+//   wg:              bar.sync 1+consumer, 128
+//   all:             traced epilogue on the fragments -> stmatrix (16-bit) or
+//                    st.shared.v2.f32 into the buffer
+//   all:             fence.proxy.async.shared::cta
+//   wg:              bar.sync 1+consumer, 128
+//   thread 0 of wg:  cp.async.bulk.tensor.2d.global.shared::cta.bulk_group
+//                    [C, {col, row}], [buffer]; cp.async.bulk.commit_group
+//      (output breaks TMA's rules: all threads copy the chunk to global
+//       memory with bounds-checked stores instead)
+//
+// Ordering rules:
+//   E1. A buffer is rewritten only after the TMA store that read it finished
+//       reading (wait_group.read 1 leaves only the other buffer's store in
+//       flight), and every thread learns that through the first bar.sync.
+//   E2. Generic-proxy writes to shared memory are made visible to the async
+//       proxy (fence.proxy.async) by each writing thread before the barrier
+//       after which the store is issued.
+//   E3. Before the CTA exits, the issuing thread waits for all its bulk
+//       groups (wait_group 0): shared memory must outlive the stores.
+// TMA stores clip at the tensor's bounds, so edge tiles need no predicate.
+
+SmallVector<StoreOp> KernelBuilder::stagedStores() {
+  SmallVector<StoreOp> out;
+  if (!gemm || !sched || sched.getKind() == ScheduleKind::tma ||
+      sched.getKind() == ScheduleKind::multistage)
+    return out;
+  auto tile = sched.getTile();
+  for (Operation &op : fn.getBody().front()) {
+    auto store = dyn_cast<StoreOp>(op);
+    if (!store)
+      continue;
+    auto ty = cast<RankedTensorType>(store.getValue().getType());
+    Type refElt = store.getRef().getType().getElementType();
+    unsigned bits = refElt.getIntOrFloatBitWidth();
+    if (ty.getRank() != 2 || store.getRef().getType().getRank() != 2 ||
+        ty.getDimSize(0) != tile[0] || ty.getDimSize(1) != tile[1] || !isa<FloatType>(refElt) ||
+        (bits != 16 && bits != 32) || ty.getElementType() != refElt ||
+        (tile[1] * bits / 8) % 128 != 0)
+      continue;
+    out.push_back(store);
+  }
+  return out;
+}
+
+void KernelBuilder::consumerBarrier(Value consumer) {
+  ptx("bar.sync $0, 128;", "r", {b.create<arith::AddIOp>(loc, consumer, i32(1))});
+}
+
+LogicalResult KernelBuilder::stageChunk(TmaParam &t, Value acc, Value rowBlock, int64_t chunk,
+                                        Value inWg, Value consumer, Value sequence) {
+  StoreOp store = t.store;
+  Type outTy = store.getRef().getType().getElementType();
+  int64_t bytes = outTy.getIntOrFloatBitWidth() / 8;
+  int64_t cols = 128 / bytes; // columns per chunk
+  Value warp = b.create<arith::DivUIOp>(loc, inWg, i32(32));
+  Value lane = b.create<arith::RemUIOp>(loc, inWg, i32(32));
+  Value isIssuer = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, inWg, i32(0));
+  Value buffer = smemAddr(b.create<arith::AddIOp>(
+      loc, i32(stagingOff),
+      b.create<arith::MulIOp>(
+          loc, b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, consumer, i32(2)),
+                                       b.create<arith::AndIOp>(loc, sequence, i32(1))),
+          i32(kChunkBytes))));
+  // Byte address of (row, 16-byte piece, byte) in the swizzled buffer.
+  auto swizzled = [&](Value row, Value piece, Value byte) {
+    Value phys = b.create<arith::XOrIOp>(loc, piece, b.create<arith::AndIOp>(loc, row, i32(7)));
+    return b.create<arith::AddIOp>(
+        loc, buffer,
+        b.create<arith::AddIOp>(
+            loc, b.create<arith::MulIOp>(loc, row, i32(128)),
+            b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, phys, i32(16)), byte)));
+  };
+  // Rule E1.
+  {
+    auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, isIssuer, false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    ptx("cp.async.bulk.wait_group.read 1;", "", {});
+  }
+  consumerBarrier(consumer);
+
+  // Fragment coordinates in the tile: register r of an m64nN accumulator is
+  // row 16*warp + lane/4 + 8*(r%4/2), column 8*(r/4) + 2*(lane%4) + r%2.
+  Value rowInBlock = b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, warp, i32(16)),
+                                             b.create<arith::DivUIOp>(loc, lane, i32(4)));
+  Value row0 = b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, rowBlock, i32(64)),
+                                       rowInBlock);
+  Value colLane = b.create<arith::MulIOp>(loc, b.create<arith::RemUIOp>(loc, lane, i32(4)), i32(2));
+  // The two elements of registers (r, r+1), r even, evaluated and converted.
+  auto pairAt = [&](int64_t r) -> FailureOr<std::pair<Value, Value>> {
+    Value row = b.create<arith::AddIOp>(loc, row0, i32(8 * ((r % 4) / 2)));
+    Value col = b.create<arith::AddIOp>(loc, colLane, i32(8 * (r / 4)));
+    accRegister = b.create<LLVM::ExtractValueOp>(loc, acc, r);
+    auto v0 = element(store.getValue(), {row, col});
+    accRegister = b.create<LLVM::ExtractValueOp>(loc, acc, r + 1);
+    auto v1 = element(store.getValue(), {row, b.create<arith::AddIOp>(loc, col, i32(1))});
+    if (failed(v0) || failed(v1))
+      return failure();
+    return std::pair{*v0, *v1};
+  };
+  int64_t firstBlock = chunk * cols / 8; // first n8 block of the chunk
+  if (bytes == 2) {
+    // stmatrix .x4: matrices (rows 0-7 | 8-15) x (n8 blocks nb | nb+1); lane l
+    // gives the address of row l%8 of matrix l/8.
+    Value mat = b.create<arith::DivUIOp>(loc, lane, i32(8));
+    Value srow = b.create<arith::AddIOp>(
+        loc, b.create<arith::MulIOp>(loc, warp, i32(16)),
+        b.create<arith::AddIOp>(
+            loc, b.create<arith::MulIOp>(loc, b.create<arith::RemUIOp>(loc, mat, i32(2)), i32(8)),
+            b.create<arith::RemUIOp>(loc, lane, i32(8))));
+    Value half = b.create<arith::DivUIOp>(loc, mat, i32(2));
+    auto vecTy = VectorType::get({2}, outTy);
+    for (int64_t p = 0; p < cols / 16; ++p) {
+      SmallVector<Value> packed;
+      for (int64_t m = 0; m < 4; ++m) {
+        int64_t r = 4 * (firstBlock + 2 * p + m / 2) + 2 * (m % 2);
+        auto pr = pairAt(r);
+        if (failed(pr))
+          return failure();
+        Value v = b.create<LLVM::PoisonOp>(loc, vecTy);
+        v = b.create<LLVM::InsertElementOp>(loc, v, pr->first, i32(0));
+        v = b.create<LLVM::InsertElementOp>(loc, v, pr->second, i32(1));
+        packed.push_back(b.create<LLVM::BitcastOp>(loc, b.getI32Type(), v));
+      }
+      Value piece = b.create<arith::AddIOp>(loc, half, i32(2 * p));
+      Value addr = swizzled(srow, piece, i32(0));
+      ptx("stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {$1, $2, $3, $4};", "r,r,r,r,r",
+          {addr, packed[0], packed[1], packed[2], packed[3]});
+    }
+  } else {
+    // f32: each register pair is 8 bytes of one row.
+    for (int64_t nb = 0; nb < cols / 8; ++nb)
+      for (int64_t h = 0; h < 2; ++h) {
+        int64_t r = 4 * (firstBlock + nb) + 2 * h;
+        auto pr = pairAt(r);
+        if (failed(pr))
+          return failure();
+        Value srow = b.create<arith::AddIOp>(loc, rowInBlock, i32(8 * h));
+        // Byte column nb*32 + (lane%4)*8: piece 2*nb + (lane%4)/2, byte 8*(lane%2).
+        Value q4 = b.create<arith::RemUIOp>(loc, lane, i32(4));
+        Value piece = b.create<arith::AddIOp>(loc, i32(2 * nb), b.create<arith::DivUIOp>(loc, q4, i32(2)));
+        Value byte = b.create<arith::MulIOp>(loc, b.create<arith::RemUIOp>(loc, q4, i32(2)), i32(8));
+        ptx("st.shared.v2.f32 [$0], {$1, $2};", "r,f,f",
+            {swizzled(srow, piece, byte), pr->first, pr->second});
+      }
+  }
+  // Rule E2.
+  ptx("fence.proxy.async.shared::cta;", "", {});
+  consumerBarrier(consumer);
+
+  auto offsetsOrFail = offsetScalars(store.getOffsets());
+  if (failed(offsetsOrFail))
+    return failure();
+  Value tileRow = b.create<arith::MulIOp>(loc, rowBlock, i32(64));
+  auto viaTma = b.create<scf::IfOp>(loc, TypeRange{}, t.usable, /*withElse=*/true);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(viaTma.thenBlock());
+    auto one = b.create<scf::IfOp>(loc, TypeRange{}, isIssuer, false);
+    b.setInsertionPointToStart(one.thenBlock());
+    Value row = b.create<arith::AddIOp>(loc, (*offsetsOrFail)[0], tileRow);
+    Value col = b.create<arith::AddIOp>(loc, (*offsetsOrFail)[1], i32(chunk * cols));
+    ptx("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];", "l,r,r,r",
+        {t.desc, col, row, buffer});
+    ptx("cp.async.bulk.commit_group;", "", {});
+  }
+  {
+    // The output breaks TMA's rules: thread i copies column i % cols of rows
+    // i / cols + k * (128 / cols), with bounds-checked stores.
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(viaTma.elseBlock());
+    Value col = b.create<arith::RemUIOp>(loc, inWg, i32(cols));
+    Value rowStart = b.create<arith::DivUIOp>(loc, inWg, i32(cols));
+    int64_t rowStep = kThreadsPerWarpgroup / cols;
+    auto rows = b.create<scf::ForOp>(loc, rowStart, i32(64), i32(rowStep));
+    b.setInsertionPointToStart(rows.getBody());
+    Value row = rows.getInductionVar();
+    Value byteCol = b.create<arith::MulIOp>(loc, col, i32(bytes));
+    Value addr = swizzled(row, b.create<arith::DivUIOp>(loc, byteCol, i32(16)),
+                          b.create<arith::RemUIOp>(loc, byteCol, i32(16)));
+    auto sptr = b.create<LLVM::IntToPtrOp>(loc, LLVM::LLVMPointerType::get(ctx, 3), addr);
+    Value v = b.create<LLVM::LoadOp>(loc, outTy, sptr);
+    if (failed(storeValue(store, {b.create<arith::AddIOp>(loc, tileRow, row),
+                                  b.create<arith::AddIOp>(loc, col, i32(chunk * cols))},
+                          v)))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult KernelBuilder::emitConsumerEpilogue(ArrayRef<Value> accs, Value firstRowBlock,
+                                                  Value inWg, Value consumer, Value tileIter) {
+  SmallVector<StoreOp> staged = stagedStores();
+  // Chunks per tile of this warpgroup, to continue the buffer alternation
+  // across tiles (rule E1 relies on strict alternation).
+  int64_t perTile = 0;
+  for (StoreOp s : staged)
+    perTile += accs.size() * BN * s.getRef().getType().getElementType().getIntOrFloatBitWidth() /
+               8 / 128;
+  Value sequence = b.create<arith::MulIOp>(loc, tileIter, i32(perTile));
+  int64_t q = 0;
+  return emitStores([&](StoreOp store) -> LogicalResult {
+    auto it = llvm::find_if(tma, [&](const TmaParam &t) { return t.store == store; });
+    for (auto [i, acc] : llvm::enumerate(accs)) {
+      Value rowBlock = b.create<arith::AddIOp>(loc, firstRowBlock, i32(i));
+      if (it == tma.end()) {
+        // Not stageable (shape, rank or element type): register stores.
+        if (failed(emitRegisterStore(store, acc, rowBlock, inWg)))
+          return failure();
+        continue;
+      }
+      int64_t chunks = BN * store.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8 / 128;
+      for (int64_t c = 0; c < chunks; ++c, ++q)
+        if (failed(stageChunk(*it, acc, rowBlock, c, inWg, consumer,
+                              b.create<arith::AddIOp>(loc, sequence, i32(q)))))
+          return failure();
+    }
+    return success();
   });
 }
 
@@ -757,7 +1026,7 @@ LogicalResult KernelBuilder::buildTmaSchedule() {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(loop.getBody());
     Value j = loop.getInductionVar();
-    Value acc = consumeStage(j, loop.getRegionIterArgs()[0], wg);
+    Value acc = consumeStage(j, {loop.getRegionIterArgs()[0]}, wg)[0];
 
     // Rule 2: tile j-1's wgmma retired in this warpgroup: release its stage,
     // then thread 0 refills it once every warpgroup released it.
@@ -809,11 +1078,41 @@ void KernelBuilder::setProgramIds(Value t) {
   scalars.clear(); // everything derived from program ids is per tile
 }
 
-LogicalResult KernelBuilder::buildWarpSpecialized(bool persistent) {
-  int64_t W = sched.getWarpgroups();
+/// Warp-specialized schedules (CUTLASS KernelTmaWarpSpecialized*):
+///
+///   warpgroup 0 (producer, setmaxnreg.dec 40), thread 0:
+///     for each tile of this CTA, for j in [0, nk):   it = tileIter * nk + j
+///       wait empty[it % stages] (from the second round on); expect_tx; TMA A, B
+///   warpgroups 1.. (consumers, setmaxnreg.inc):
+///     warp_specialized / cooperative: every consumer takes every tile, rows
+///       [64 (wg-1), 64 wg) of it;
+///     pingpong: consumer c takes the CTA's tiles c, c+2, ... whole (BM/64 row
+///       blocks each), mainloops in turn:
+///         c: bar.sync 3+c, 256; mainloop; bar.arrive 3+(1-c), 256
+///       so one consumer's epilogue overlaps the other's mainloop.
+///     then the TMA-store epilogue (stageChunk) from the accumulators.
+///
+/// Persistent schedules (cooperative, pingpong) launch about one CTA per SM
+/// and walk the user's grid in grouped raster order (setProgramIds).
+///
+/// Ordering rules, in addition to those of the tma schedule:
+///   W1. The producer's n-th refill of a stage (n >= 1) waits for the n-th
+///       completion of its empty barrier (parity (n - 1) & 1); every consumer
+///       that read the stage arrives once, after the wgmma group that read it
+///       retired (wait_group 1 of the next position, or wait_group 0).
+///   W2. pingpong: the turn barriers pair each bar.arrive with exactly one
+///       bar.sync of the other consumer: consumer 1 gives the first turn
+///       (if the CTA has a tile) and nobody gives a turn after the CTA's
+///       last tile, so no barrier is left half-arrived at exit.
+LogicalResult KernelBuilder::buildWarpSpecialized() {
+  ScheduleKind kind = sched.getKind();
+  bool persistent = kind != ScheduleKind::warp_specialized;
+  bool pingpong = kind == ScheduleKind::pingpong;
+  int64_t rowBlocksPerConsumer = pingpong ? BM / 64 : 1;
   // Register budget: the producer keeps 40; the consumers share the rest of
   // the 64K-register file, in multiples of 8, at most 232 (CUTLASS's split).
-  int64_t consumerRegs = std::min<int64_t>(232, ((65536 / kThreadsPerWarpgroup - 40) / W) / 8 * 8);
+  int64_t consumerRegs =
+      std::min<int64_t>(232, ((65536 / kThreadsPerWarpgroup - 40) / consumers) / 8 * 8);
   Value wg = b.create<arith::DivUIOp>(loc, tid, i32(kThreadsPerWarpgroup));
   Value inWg = b.create<arith::RemUIOp>(loc, tid, i32(kThreadsPerWarpgroup));
   Value isProducer = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, wg, i32(0));
@@ -831,13 +1130,14 @@ LogicalResult KernelBuilder::buildWarpSpecialized(bool persistent) {
     firstTile = i32(0);
     tileStride = i32(1);
   }
-  auto forEachTile = [&](function_ref<LogicalResult(Value tileIter)> body) -> LogicalResult {
-    // tileIter counts this CTA's tiles: the ring position is tileIter * nk + j.
-    Value count = b.create<arith::DivUIOp>(
-        loc, b.create<arith::AddIOp>(loc, b.create<arith::SubIOp>(loc, numTiles, firstTile),
-                                     b.create<arith::SubIOp>(loc, tileStride, i32(1))),
-        tileStride);
-    auto tiles = b.create<scf::ForOp>(loc, i32(0), count, i32(1));
+  // tileIter counts this CTA's tiles: the ring position is tileIter * nk + j.
+  Value tileCount = b.create<arith::DivUIOp>(
+      loc, b.create<arith::AddIOp>(loc, b.create<arith::SubIOp>(loc, numTiles, firstTile),
+                                   b.create<arith::SubIOp>(loc, tileStride, i32(1))),
+      tileStride);
+  auto forEachTile = [&](Value start, int64_t step,
+                         function_ref<LogicalResult(Value tileIter)> body) -> LogicalResult {
+    auto tiles = b.create<scf::ForOp>(loc, start, tileCount, i32(step));
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(tiles.getBody());
     Value i = tiles.getInductionVar();
@@ -855,7 +1155,7 @@ LogicalResult KernelBuilder::buildWarpSpecialized(bool persistent) {
     Value elected = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, inWg, i32(0));
     auto one = b.create<scf::IfOp>(loc, TypeRange{}, elected, false);
     b.setInsertionPointToStart(one.thenBlock());
-    LogicalResult r = forEachTile([&](Value tileIter) -> LogicalResult {
+    LogicalResult r = forEachTile(i32(0), 1, [&](Value tileIter) -> LogicalResult {
       Value base = b.create<arith::MulIOp>(loc, tileIter, nk);
       auto kLoop = b.create<scf::ForOp>(loc, i32(0), nk, i32(1));
       OpBuilder::InsertionGuard g2(b);
@@ -863,8 +1163,7 @@ LogicalResult KernelBuilder::buildWarpSpecialized(bool persistent) {
       Value j = kLoop.getInductionVar();
       Value it = b.create<arith::AddIOp>(loc, base, j);
       Value s = b.create<arith::RemUIOp>(loc, it, i32(stages));
-      // Rule 2: the n-th refill of a stage (n >= 1) waits for the n-th
-      // completion of its empty barrier, parity (n - 1) & 1.
+      // Rule W1.
       Value round = b.create<arith::DivUIOp>(loc, it, i32(stages));
       Value reuse = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::uge, it, i32(stages));
       auto waitIf = b.create<scf::IfOp>(loc, TypeRange{}, reuse, false);
@@ -879,12 +1178,13 @@ LogicalResult KernelBuilder::buildWarpSpecialized(bool persistent) {
     if (failed(r))
       return failure();
   }
-  // ---- consumer warpgroups: wgmma on their 64-row block, then the epilogue --
+  // ---- consumer warpgroups: wgmma on their row blocks, then the epilogue ---
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(roleIf.elseBlock());
     ptx(("setmaxnreg.inc.sync.aligned.u32 " + std::to_string(consumerRegs) + ";").c_str(), "", {});
-    Value rowBlock = b.create<arith::SubIOp>(loc, wg, i32(1));
+    Value consumer = b.create<arith::SubIOp>(loc, wg, i32(1));
+    Value firstRowBlock = pingpong ? i32(0) : consumer;
     Value isWgLeader = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, inWg, i32(0));
     auto release = [&](Value it) {
       auto relIf = b.create<scf::IfOp>(loc, TypeRange{}, isWgLeader, false);
@@ -893,16 +1193,39 @@ LogicalResult KernelBuilder::buildWarpSpecialized(bool persistent) {
       ptx("mbarrier.arrive.shared::cta.b64 _, [$0];", "r",
           {emptyBar(b.create<arith::RemUIOp>(loc, it, i32(stages)))});
     };
-    LogicalResult r = forEachTile([&](Value tileIter) -> LogicalResult {
+    // Rule W2: turn barriers 3 (consumer 0's) and 4 (consumer 1's).
+    auto turn = [&](StringRef op, Value who) {
+      ptx((op + " $0, 256;").str(), "r", {b.create<arith::AddIOp>(loc, who, i32(3))});
+    };
+    Value other = b.create<arith::SubIOp>(loc, i32(1), consumer);
+    if (pingpong) {
+      Value first = b.create<arith::AndIOp>(
+          loc, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, consumer, i32(1)),
+          b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ugt, tileCount, i32(0)));
+      auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, first, false);
+      OpBuilder::InsertionGuard g3(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      turn("bar.arrive", i32(0));
+    }
+    LogicalResult r = forEachTile(pingpong ? consumer : i32(0), pingpong ? 2 : 1,
+                                  [&](Value tileIter) -> LogicalResult {
+      if (pingpong)
+        turn("bar.sync", consumer);
       Value base = b.create<arith::MulIOp>(loc, tileIter, nk);
-      auto kLoop = b.create<scf::ForOp>(loc, i32(0), nk, i32(1), ValueRange{zeroAccumulator()});
+      // Zeroed and pinned before the mainloop: LLVM must not sink the zeroing
+      // between the first wgmmas (ptxas would then fence them, C7517/C7519).
+      SmallVector<Value> zeros;
+      for (int64_t i = 0; i < rowBlocksPerConsumer; ++i)
+        zeros.push_back(fenceAccumulator(zeroAccumulator()));
+      auto kLoop = b.create<scf::ForOp>(loc, i32(0), nk, i32(1), zeros);
       {
         OpBuilder::InsertionGuard g2(b);
         b.setInsertionPointToStart(kLoop.getBody());
         Value j = kLoop.getInductionVar();
         Value it = b.create<arith::AddIOp>(loc, base, j);
-        Value acc = consumeStage(it, kLoop.getRegionIterArgs()[0], rowBlock);
-        // Rule 2: the wgmma group of position it-1 retired: release its stage.
+        SmallVector<Value> accs = consumeStage(
+            it, SmallVector<Value>(kLoop.getRegionIterArgs()), firstRowBlock);
+        // Rule W1: the wgmma group of position it-1 retired: release its stage.
         Value hasPrev = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ugt, j, i32(0));
         auto prevIf = b.create<scf::IfOp>(loc, TypeRange{}, hasPrev, false);
         {
@@ -910,7 +1233,16 @@ LogicalResult KernelBuilder::buildWarpSpecialized(bool persistent) {
           b.setInsertionPointToStart(prevIf.thenBlock());
           release(b.create<arith::SubIOp>(loc, it, i32(1)));
         }
-        b.create<scf::YieldOp>(loc, acc);
+        b.create<scf::YieldOp>(loc, accs);
+      }
+      if (pingpong) {
+        // Rule W2: hand the mainloop to the other consumer if a tile follows.
+        Value more = b.create<arith::CmpIOp>(
+            loc, arith::CmpIPredicate::ult, b.create<arith::AddIOp>(loc, tileIter, i32(1)), tileCount);
+        auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, more, false);
+        OpBuilder::InsertionGuard g3(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        turn("bar.arrive", other);
       }
       b.create<NVVM::WgmmaWaitGroupSyncOp>(loc, 0);
       // The tile's last stage is released once all its wgmma retired.
@@ -921,10 +1253,20 @@ LogicalResult KernelBuilder::buildWarpSpecialized(bool persistent) {
         b.setInsertionPointToStart(lastIf.thenBlock());
         release(b.create<arith::SubIOp>(loc, b.create<arith::AddIOp>(loc, base, nk), i32(1)));
       }
-      return emitEpilogue(fenceAccumulator(kLoop.getResult(0)), rowBlock, inWg);
+      SmallVector<Value> accs;
+      for (Value acc : kLoop.getResults())
+        accs.push_back(fenceAccumulator(acc));
+      // This consumer's own tile count picks its staging buffers.
+      Value local = pingpong ? b.create<arith::DivUIOp>(loc, tileIter, i32(2)).getResult() : tileIter;
+      return emitConsumerEpilogue(accs, firstRowBlock, inWg, consumer, local);
     });
     if (failed(r))
       return failure();
+    // Rule E3: the staging buffers outlive the TMA stores that read them.
+    auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, isWgLeader, false);
+    OpBuilder::InsertionGuard g3(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    ptx("cp.async.bulk.wait_group 0;", "", {});
   }
   return success();
 }
@@ -936,9 +1278,9 @@ LogicalResult KernelBuilder::buildGemm() {
   case ScheduleKind::tma:
     return buildTmaSchedule();
   case ScheduleKind::warp_specialized:
-    return buildWarpSpecialized(/*persistent=*/false);
   case ScheduleKind::cooperative:
-    return buildWarpSpecialized(/*persistent=*/true);
+  case ScheduleKind::pingpong:
+    return buildWarpSpecialized();
   default:
     return fn.emitError() << "schedule '" << stringifyScheduleKind(sched.getKind())
                           << "' is not implemented yet";
@@ -974,6 +1316,7 @@ LogicalResult KernelBuilder::build() {
 namespace {
 
 using mlir::tessel::lowering::KernelBuilder;
+using mlir::tessel::lowering::kSmemSymbol;
 
 struct LowerToNVVM : mlir::tessel::impl::TesselLowerToNVVMBase<LowerToNVVM> {
   using Base::Base;

@@ -57,11 +57,10 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
                                  "cooperative, pingpong or auto)";
       kind = *k;
     }
-    if (kind != ScheduleKind::tma && kind != ScheduleKind::warp_specialized &&
-        kind != ScheduleKind::cooperative)
+    if (kind == ScheduleKind::multistage)
       return m.dot.emitError() << "schedule '" << stringifyScheduleKind(kind)
-                               << "' is not implemented yet; use tma, warp_specialized or "
-                                  "cooperative";
+                               << "' is not implemented yet; use tma, warp_specialized, "
+                                  "cooperative or pingpong";
 
     Type elt = cast<RankedTensorType>(m.dot.getA().getType()).getElementType();
     int64_t eltBytes = elt.getIntOrFloatBitWidth() / 8;
@@ -79,8 +78,14 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
                                << 128 / eltBytes << " for " << elt << "), got BK = " << m.tileK;
     if (m.tileM % 64 != 0 || m.tileM > 256)
       return m.dot.emitError() << "BM must be 64, 128, 192 or 256, got " << m.tileM;
+    // Pingpong: each of the two consumer warpgroups holds a whole tile's
+    // accumulators, (BM / 64) x BN / 2 f32 registers per thread.
+    if (kind == ScheduleKind::pingpong && (m.tileM / 64) * m.tileN / 2 > 128)
+      return m.dot.emitError() << "schedule 'pingpong' keeps a whole tile per consumer warpgroup: "
+                                  "BM x BN must be at most 128 x 128 (or 64 x 256), got "
+                               << m.tileM << " x " << m.tileN;
     // Warp-specialized: at most 3 consumer warpgroups besides the producer.
-    if (kind != ScheduleKind::tma && m.tileM > 192)
+    if (kind != ScheduleKind::tma && kind != ScheduleKind::pingpong && m.tileM > 192)
       return m.dot.emitError() << "schedule '" << stringifyScheduleKind(kind)
                                << "' needs BM <= 192 (one consumer warpgroup per 64 rows), got "
                                << m.tileM;
@@ -88,11 +93,17 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
       return m.dot.emitError() << "BN must be a multiple of 8 in [8, 256], got " << m.tileN;
 
     int64_t stageBytes = (m.tileM + m.tileN) * m.tileK * eltBytes;
-    int64_t fit = std::min(kMaxStages, kSharedBytes / stageBytes);
+    // Warp-specialized schedules keep two 8 KiB staging chunks per consumer
+    // warpgroup for the TMA-store epilogue.
+    int64_t consumers = kind == ScheduleKind::pingpong ? 2 : m.tileM / 64;
+    int64_t staging = kind == ScheduleKind::tma ? 0 : consumers * 2 * 8192;
+    int64_t budget = kSharedBytes - staging;
+    int64_t fit = std::min(kMaxStages, budget / stageBytes);
     int64_t s = stages ? stages : fit;
-    if (s < 1 || s * stageBytes > kSharedBytes)
+    if (s < 1 || s * stageBytes > budget)
       return m.dot.emitError() << s << " stages of " << stageBytes
-                               << " bytes do not fit in shared memory (at most " << fit << ")";
+                               << " bytes do not fit in shared memory (at most " << fit
+                               << (staging ? " beside the epilogue's staging buffers" : "") << ")";
     // One m64 row block per warpgroup.
     auto attr = ScheduleAttr::get(fn.getContext(), kind, {m.tileM, m.tileN, m.tileK}, s,
                                   m.tileM / 64, /*swizzle=*/128);

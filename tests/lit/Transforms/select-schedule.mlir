@@ -3,7 +3,7 @@
 // RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="schedule=pingpong" 2>&1 | FileCheck %s --check-prefix=PINGPONG
 
 // COOP: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 3, warpgroups = 2, swizzle = 128>
-// PINGPONG: schedule 'pingpong' is not implemented yet; use tma, warp_specialized or cooperative
+// PINGPONG: schedule 'pingpong' keeps a whole tile per consumer warpgroup: BM x BN must be at most 128 x 128 (or 64 x 256), got 128 x 256
 
 // CHECK-LABEL: func.func @gemm
 // CHECK-SAME: tessel.schedule = #tessel.schedule<kind = tma, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128>

@@ -33,6 +33,7 @@ struct ParamSpec {
     Stride,         ///< .u64 strides[dim] of args[arg] (elements)
     TmaDescriptor,  ///< .param .align 64 .b8 [128]: CUtensorMap of args[arg]
     GridDim,        ///< .u64 the user's launch grid along axis `dim` (persistent kernels)
+    TmaUsable,      ///< .u64 1 when args[arg] meets TMA's rules (its `store` descriptor is valid), else 0
   };
   Kind kind = Kind::Pointer;
   int arg = 0;
@@ -42,6 +43,11 @@ struct ParamSpec {
   /// with dims innermost first; out-of-bounds elements are filled with zeros.
   std::array<std::uint32_t, 3> box{1, 1, 1};
   int swizzleBytes = 0;
+  /// TMA only: a descriptor for TMA stores of an output. It is encoded only when the argument
+  /// meets TMA's rules (16-byte aligned base, contiguous inner dimension, outer strides multiples
+  /// of 16 bytes); otherwise it is zeroed, a TmaUsable parameter says so, and the kernel stores
+  /// through its fallback path. Such arguments are not `loadedByTma`.
+  bool store = false;
 };
 
 struct CompiledKernel {

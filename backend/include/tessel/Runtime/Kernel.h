@@ -124,6 +124,9 @@ struct TmaEncoding {
   std::uint32_t boxDim[3] = {};         ///< innermost first
   std::uint32_t elementStrides[3] = {};
   int swizzleBytes = 0;
+  /// A store descriptor of an argument that breaks TMA's rules: not encoded,
+  /// passed as zeros (the kernel's TmaUsable parameter is 0).
+  bool zeroed = false;
 };
 
 /// One kernel parameter's value: a 64-bit scalar (Pointer, Size, Stride) or
