@@ -28,6 +28,8 @@ constexpr const char* kUsage = R"(usage: tessel-gemm [options]
   --m M --n N --k K   problem size, C (MxN) = A (MxK) @ B (NxK)^T                        (default 8192 each)
   --tile BMxBN        128x256 or 128x128                                                   (default 128x256)
   --stages S          shared-memory pipeline depth, 0 = tessel's choice                    (default 4)
+  --cluster MxN       CTA cluster 1x1, 2x1 (B multicast) or 1x2 (A multicast); cooperative
+                      and pingpong                                                          (default 1x1)
   --dump-dir DIR      write every compilation stage to DIR
   --no-run            trace + compile only (no GPU needed); writes the stages to DIR
                       (default DIR: ./tessel-gemm-dump)
@@ -51,7 +53,7 @@ ts::kernel compile(const tb::tile_shape& tile, const ts::options& o) {
 int main(int argc, char** argv) {
   try {
     tb::cli args(argc, argv,
-                 {"schedule", "m", "n", "k", "tile", "stages", "dump-dir", "iters", "repeats", "warmup-ms",
+                 {"schedule", "m", "n", "k", "tile", "stages", "cluster", "dump-dir", "iters", "repeats", "warmup-ms",
                   "cublas-algos", "seed"},
                  {"no-run", "check", "no-check", "help"});
     if (args.flag("help")) {
@@ -66,15 +68,19 @@ int main(int argc, char** argv) {
     const bool check = !args.flag("no-check");
     std::string dump_dir = args.str("dump-dir", no_run ? "tessel-gemm-dump" : "");
 
-    ts::options opts{.schedule = schedule, .stages = int(args.i64("stages", 4)), .dump_dir = dump_dir};
+    ts::options opts{.schedule = schedule,
+                     .stages = int(args.i64("stages", 4)),
+                     .cluster = tb::parse_cluster(args.str("cluster", "1x1")),
+                     .dump_dir = dump_dir};
 
     std::printf("tessel-gemm: C[%lldx%lld] = A[%lldx%lld] @ B[%lldx%lld]^T   bf16 in/out, f32 accumulate\n",
                 (long long)M, (long long)N, (long long)M, (long long)K, (long long)N, (long long)K);
     auto t0 = std::chrono::steady_clock::now();
     ts::kernel k = compile(tile, opts);
     double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("  kernel: gemm<%d,%d,%d> schedule=%s stages=%d   traced + compiled in %.2f s\n", tile.bm, tile.bn,
-                tile.bk, tb::schedule_name(schedule), opts.stages, compile_s);
+    std::printf("  kernel: gemm<%d,%d,%d> schedule=%s stages=%d cluster=%s   traced + compiled in %.2f s\n",
+                tile.bm, tile.bn, tile.bk, tb::schedule_name(schedule), opts.stages,
+                tb::cluster_str(opts.cluster).c_str(), compile_s);
 
     if (!dump_dir.empty()) tb::report_dump_dir(k, dump_dir, std::cout);
     if (no_run) return 0;

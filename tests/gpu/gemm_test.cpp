@@ -42,10 +42,11 @@ struct cached_kernel {
   std::string error;
 };
 
-cached_kernel& get_kernel(tb::gemm_variant v, const tb::tile_shape& tile, ts::schedule s, int stages) {
+cached_kernel& get_kernel(tb::gemm_variant v, const tb::tile_shape& tile, ts::schedule s, int stages,
+                          std::array<int, 2> cluster = {1, 1}) {
   static std::map<std::string, cached_kernel> cache;
   std::string key = std::string(v == tb::gemm_variant::plain ? "gemm" : "gemm_bias_relu") + "/" + tile.str() + "/" +
-                    tb::schedule_name(s) + "/" + std::to_string(stages);
+                    tb::schedule_name(s) + "/" + std::to_string(stages) + "/" + tb::cluster_str(cluster);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   cached_kernel ck;
@@ -53,6 +54,7 @@ cached_kernel& get_kernel(tb::gemm_variant v, const tb::tile_shape& tile, ts::sc
     ts::options o;
     o.schedule = s;
     o.stages = stages;
+    o.cluster = cluster;
     ck.kernel = std::make_unique<ts::kernel>(tb::jit_gemm(v, tile, o));
   } catch (const std::exception& e) {
     ck.error = key + ": " + e.what();
@@ -73,8 +75,8 @@ std::uint64_t case_seed(const tb::gemm_shape& s, const tb::tile_shape& t, int st
 }
 
 void check_gemm(tb::gemm_variant v, const tb::tile_shape& tile, int stages, const tb::gemm_shape& shape,
-                ts::schedule schedule = ts::schedule::tma) {
-  cached_kernel& ck = get_kernel(v, tile, schedule, stages);
+                ts::schedule schedule = ts::schedule::tma, std::array<int, 2> cluster = {1, 1}) {
+  cached_kernel& ck = get_kernel(v, tile, schedule, stages, cluster);
   ASSERT_TRUE(ck.kernel) << "tessel could not build the kernel: " << ck.error;
 
   cudaStream_t stream = nullptr;  // legacy default stream: tessel and cuBLAS share it
@@ -230,6 +232,53 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(4),
                        ::testing::Values(tb::gemm_shape{200, 300, 72}, tb::gemm_shape{3000, 5000, 2000})),
     ws_param_name);
+
+// Clusters of two CTAs with TMA multicast of the shared operand (B for 2x1, A for 1x2), on the
+// persistent schedules; odd tile counts leave a cluster partner without a tile of its own.
+using cluster_param = std::tuple<ts::schedule, std::array<int, 2>, tb::gemm_shape>;
+
+class ClusterGemm : public ::testing::TestWithParam<cluster_param> {};
+
+TEST_P(ClusterGemm, MatchesReference) {
+  TESSEL_REQUIRE_GPU();
+  const auto& [schedule, cluster, shape] = GetParam();
+  const tb::tile_shape tile = schedule == ts::schedule::pingpong ? tb::tile_shape{128, 128, 64}
+                                                                  : tb::tile_shape{128, 256, 64};
+  check_gemm(tb::gemm_variant::plain, tile, 4, shape, schedule, cluster);
+}
+
+class ClusterGemmBiasRelu : public ::testing::TestWithParam<cluster_param> {};
+
+TEST_P(ClusterGemmBiasRelu, MatchesReference) {
+  TESSEL_REQUIRE_GPU();
+  const auto& [schedule, cluster, shape] = GetParam();
+  const tb::tile_shape tile = schedule == ts::schedule::pingpong ? tb::tile_shape{128, 128, 64}
+                                                                  : tb::tile_shape{128, 256, 64};
+  check_gemm(tb::gemm_variant::bias_relu, tile, 4, shape, schedule, cluster);
+}
+
+std::string cluster_param_name(const ::testing::TestParamInfo<cluster_param>& info) {
+  const auto& [schedule, cluster, shape] = info.param;
+  return std::string(tb::schedule_name(schedule)) + "_c" + tb::cluster_str(cluster) + "_" + shape.str();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, ClusterGemm,
+    ::testing::Combine(::testing::Values(ts::schedule::cooperative, ts::schedule::pingpong),
+                       ::testing::Values(std::array<int, 2>{2, 1}, std::array<int, 2>{1, 2}),
+                       ::testing::Values(tb::gemm_shape{128, 128, 64}, tb::gemm_shape{1024, 1024, 64},
+                                         tb::gemm_shape{256, 256, 8192}, tb::gemm_shape{200, 300, 72},
+                                         tb::gemm_shape{7, 9, 8}, tb::gemm_shape{129, 257, 136},
+                                         tb::gemm_shape{384, 640, 192}, tb::gemm_shape{3000, 5000, 2000},
+                                         tb::gemm_shape{8192, 8192, 8192})),
+    cluster_param_name);
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, ClusterGemmBiasRelu,
+    ::testing::Combine(::testing::Values(ts::schedule::cooperative, ts::schedule::pingpong),
+                       ::testing::Values(std::array<int, 2>{2, 1}, std::array<int, 2>{1, 2}),
+                       ::testing::Values(tb::gemm_shape{200, 300, 72}, tb::gemm_shape{3000, 5000, 2000})),
+    cluster_param_name);
 
 TEST(GpuAvailable, AgreesWithCudaRuntime) {
   TESSEL_REQUIRE_GPU();

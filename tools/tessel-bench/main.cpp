@@ -41,6 +41,7 @@ constexpr const char* kUsage = R"(usage: tessel-bench [options]
   --schedules LIST    tma,multistage,warp_specialized,cooperative,pingpong,auto   (default tma)
   --tiles LIST        BMxBN tiles: 128x256,128x128,256x128,128x64                 (default 128x256,128x128)
   --stages LIST       pipeline depths, 0 = tessel's choice                        (default 4)
+  --clusters LIST     CTA clusters 1x1,2x1,1x2 (cooperative and pingpong only)    (default 1x1)
   --json FILE         also write every result (all samples) as JSON
   --iters N           launches per timed batch (raised so that a batch lasts >= 1 ms)   (default 20)
   --repeats R         timed batches per kernel (at least; raised until each kernel
@@ -58,8 +59,17 @@ struct config {
   ts::schedule schedule;
   tb::tile_shape tile;
   int stages;
+  std::array<int, 2> cluster{1, 1};
   std::string name() const {
-    return std::string(tb::schedule_name(schedule)) + "_" + tile.str() + "_s" + std::to_string(stages);
+    std::string n = std::string(tb::schedule_name(schedule)) + "_" + tile.str() + "_s" + std::to_string(stages);
+    if (cluster[0] * cluster[1] > 1) n += "_c" + tb::cluster_str(cluster);
+    return n;
+  }
+  /// The schedule column: "cooperative" or "cooperative/2x1".
+  std::string label() const {
+    std::string n = tb::schedule_name(schedule);
+    if (cluster[0] * cluster[1] > 1) n += "/" + tb::cluster_str(cluster);
+    return n;
   }
 };
 
@@ -125,7 +135,7 @@ std::string now_iso() {
 }
 
 void print_header() {
-  std::printf("%-18s %-16s %-8s %2s %11s %11s %7s %9s %11s  %s\n", "shape (MxNxK)", "schedule", "tile", "st",
+  std::printf("%-18s %-20s %-8s %2s %11s %11s %7s %9s %11s  %s\n", "shape (MxNxK)", "schedule", "tile", "st",
               "tessel TF/s", "cuBLAS TF/s", "ratio", "rel_err", "SM MHz t/c", "status");
 }
 
@@ -136,8 +146,8 @@ void print_row(const row& r) {
     clocks = std::to_string(rep.candidate.median_sm_mhz) + "/" + std::to_string(rep.cublas.median_sm_mhz);
   char err[32] = "-";
   if (rep.checked) std::snprintf(err, sizeof err, "%.2e", rep.candidate_check.rel_err);
-  std::printf("%-18s %-16s %-8s %2d %11s %11s %7s %9s %11s  %s%s%s\n", r.shape.str().c_str(),
-              tb::schedule_name(r.cfg.schedule), r.cfg.tile.str().c_str(), r.cfg.stages,
+  std::printf("%-18s %-20s %-8s %2d %11s %11s %7s %9s %11s  %s%s%s\n", r.shape.str().c_str(),
+              r.cfg.label().c_str(), r.cfg.tile.str().c_str(), r.cfg.stages,
               rep.timed ? tb::fmt(rep.candidate_tflops, 1).c_str() : "-",
               rep.timed ? tb::fmt(rep.cublas_tflops, 1).c_str() : "-", rep.timed ? tb::fmt(rep.ratio, 3).c_str() : "-",
               err, clocks.c_str(), r.status.c_str(), r.error.empty() ? "" : ": ", r.error.c_str());
@@ -149,7 +159,7 @@ void print_row(const row& r) {
 int main(int argc, char** argv) {
   try {
     tb::cli args(argc, argv,
-                 {"shapes", "schedules", "tiles", "stages", "json", "iters", "repeats", "warmup-ms", "cooldown-ms",
+                 {"shapes", "schedules", "tiles", "stages", "clusters", "json", "iters", "repeats", "warmup-ms", "cooldown-ms",
                   "cublas-algos", "dump-dir", "seed"},
                  {"no-check", "help"});
     if (args.flag("help")) {
@@ -174,17 +184,26 @@ int main(int argc, char** argv) {
     const int cublas_algos = int(args.i64("cublas-algos", 1));
     const std::uint64_t seed = std::uint64_t(args.i64("seed", 1));
 
+    std::vector<std::array<int, 2>> clusters;
+    for (const auto& c : tb::cli::split(args.str("clusters", "1x1"))) clusters.push_back(tb::parse_cluster(c));
+    if (clusters.empty()) throw tb::usage_error("empty --clusters list");
+
     std::vector<config> configs;
     for (auto s : schedules)
       for (const auto& t : tiles)
-        for (int st : stage_list) configs.push_back({s, t, st});
+        for (int st : stage_list)
+          for (const auto& cl : clusters) {
+            // Clusters are for the persistent schedules; 1x1 runs everywhere.
+            if (cl[0] * cl[1] > 1 && s != ts::schedule::cooperative && s != ts::schedule::pingpong) continue;
+            configs.push_back({s, t, st, cl});
+          }
 
     // Compile every configuration once (no GPU needed); reused for every shape.
     std::map<std::string, compiled> kernels;
     bool any_error = false;
     for (const auto& c : configs) {
       compiled& k = kernels[c.name()];
-      ts::options o{.schedule = c.schedule, .stages = c.stages,
+      ts::options o{.schedule = c.schedule, .stages = c.stages, .cluster = c.cluster,
                     .dump_dir = dump_dir.empty() ? std::string() : dump_dir + "/" + c.name()};
       auto t0 = std::chrono::steady_clock::now();
       try {
@@ -303,6 +322,7 @@ int main(int argc, char** argv) {
         const auto& r = rows[i];
         js << " {\"m\":" << r.shape.m << ",\"n\":" << r.shape.n << ",\"k\":" << r.shape.k << ",\"schedule\":\""
            << tb::schedule_name(r.cfg.schedule) << "\",\"tile\":\"" << r.cfg.tile.str() << "\",\"stages\":" << r.cfg.stages
+           << ",\"cluster\":\"" << tb::cluster_str(r.cfg.cluster) << "\""
            << ",\"status\":\"" << json_escape(r.status) << "\",\"error\":\"" << json_escape(r.error) << "\"";
         if (r.rep.checked)
           js << ",\"rel_err\":" << json_num(r.rep.candidate_check.rel_err)

@@ -86,6 +86,14 @@ std::vector<tile_shape> parse_tiles(std::string_view csv) {
   return out;
 }
 
+std::array<int, 2> parse_cluster(std::string_view s) {
+  auto parts = cli::split(s, 'x');
+  if (parts.size() != 2) throw usage_error("cluster '" + std::string(s) + "': expected MxN (1x1, 2x1 or 1x2)");
+  return {int(cli::parse_i64(parts[0], "cluster")), int(cli::parse_i64(parts[1], "cluster"))};
+}
+
+std::string cluster_str(const std::array<int, 2>& c) { return std::to_string(c[0]) + "x" + std::to_string(c[1]); }
+
 std::string gemm_shape::str() const { return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k); }
 
 gemm_shape parse_shape(std::string_view s) {

@@ -6,6 +6,7 @@
 #include <tessel/tessel.hpp>
 
 #include <cstdint>
+#include <array>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,10 @@ tile_shape parse_tile(std::string_view s);
 std::vector<tile_shape> parse_tiles(std::string_view comma_separated);
 /// The tiles the bench/tests can instantiate (each is a C++ template instantiation).
 const std::vector<tile_shape>& supported_tiles();
+
+/// "1x1", "2x1" or "1x2": CTAs of a cluster along program_id 0 x 1 (tessel::options::cluster).
+std::array<int, 2> parse_cluster(std::string_view s);
+std::string cluster_str(const std::array<int, 2>& c);
 
 struct gemm_shape {
   std::int64_t m = 0, n = 0, k = 0;

@@ -4,7 +4,7 @@
 // by hand) through the JIT's whole pipeline, with no GPU, and writes every
 // stage (*.mlir, *.ll, *.ptx, *.cubin, ptxas.log) to a directory:
 //
-//   tessel-compile kernel.mlir --dump-dir out [--schedule tma] [--stages 4]
+//   tessel-compile kernel.mlir --dump-dir out [--schedule tma] [--stages 4] [--cluster 2x1]
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,12 +18,17 @@
 #include "llvm/Support/SourceMgr.h"
 
 #include <iostream>
+#include <sstream>
 
 namespace cl = llvm::cl;
 
 static cl::opt<std::string> input(cl::Positional, cl::desc("<tessel .mlir file>"), cl::Required);
 static cl::opt<std::string> dumpDir("dump-dir", cl::desc("write every stage here"), cl::init(""));
-static cl::opt<std::string> scheduleOpt("schedule", cl::desc("tma | auto"), cl::init("auto"));
+static cl::opt<std::string> scheduleOpt(
+    "schedule", cl::desc("tma | multistage | warp_specialized | cooperative | pingpong | auto"),
+    cl::init("auto"));
+static cl::opt<std::string> clusterOpt("cluster", cl::desc("CTA cluster: 1x1, 2x1 or 1x2"),
+                                       cl::init("1x1"));
 static cl::opt<int> stagesOpt("stages", cl::desc("ring depth (0: auto)"), cl::init(0));
 
 int main(int argc, char **argv) {
@@ -52,6 +57,16 @@ int main(int argc, char **argv) {
     return 2;
   }
   o.stages = stagesOpt;
+  {
+    unsigned cx = 0, cy = 0;
+    char x = 0;
+    std::istringstream in(clusterOpt);
+    if (!(in >> cx >> x >> cy) || x != 'x' || !in.eof()) {
+      std::cerr << "tessel-compile: --cluster '" << clusterOpt << "' is not of the form MxN\n";
+      return 1;
+    }
+    o.cluster = {static_cast<int>(cx), static_cast<int>(cy)};
+  }
   try {
     tessel::CompiledKernel k = tessel::compileModule(*module, o);
     if (!dumpDir.empty()) {

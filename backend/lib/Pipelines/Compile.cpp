@@ -125,6 +125,7 @@ private:
   ::tessel::PipelineOptions po;
   po.schedule = scheduleName(o.schedule);
   po.stages = o.stages;
+  po.cluster = std::to_string(o.cluster[0]) + "x" + std::to_string(o.cluster[1]);
   po.boundedWaits = o.debug || ::tessel::runtime::knobs().debug;
   auto runStep = [&](const char *stage, const char *what, auto build) {
     PassManager pm(ctx);
@@ -150,11 +151,14 @@ private:
   k.blockThreads = kernel->getAttrOfType<IntegerAttr>("tessel.threads").getInt();
   k.dynamicSmemBytes = kernel->getAttrOfType<IntegerAttr>("tessel.shared_bytes").getInt();
   k.persistent = kernel->hasAttr("tessel.persistent");
+  if (auto c = kernel->getAttrOfType<DenseI32ArrayAttr>("tessel.cluster"))
+    for (int i = 0; i < 3; ++i)
+      k.cluster[i] = static_cast<unsigned>(c[i]);
 
   runStep("04-llvm.mlir", "conversion to the LLVM dialect failed",
           [&](PassManager &pm) { buildToLLVMPipeline(pm); });
   for (StringRef name : {"tessel.params", "tessel.threads", "tessel.shared_bytes", "tessel.schedule",
-                         "tessel.persistent"})
+                         "tessel.persistent", "tessel.cluster"})
     kernel->removeAttr(name);
 
   mlir::tessel::PTXOptions ptxOptions;

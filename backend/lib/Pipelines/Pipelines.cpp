@@ -40,6 +40,7 @@ void ::tessel::buildSchedulePipeline(OpPassManager &pm, const PipelineOptions &o
   mlir::tessel::TesselSelectScheduleOptions so;
   so.scheduleName = o.schedule;
   so.stages = o.stages;
+  so.cluster = o.cluster;
   pm.addPass(mlir::tessel::createTesselSelectSchedule(so));
 }
 
@@ -70,6 +71,9 @@ struct TesselPipelineCLOptions : public PassPipelineOptions<TesselPipelineCLOpti
                                             llvm::cl::init("auto")};
   PassOptions::Option<int64_t> stages{*this, "stages", llvm::cl::desc("ring depth (0: auto)"),
                                       llvm::cl::init(0)};
+  PassOptions::Option<std::string> cluster{*this, "cluster",
+                                           llvm::cl::desc("CTA cluster: 1x1, 2x1 or 1x2"),
+                                           llvm::cl::init("1x1")};
   PassOptions::Option<bool> boundedWaits{*this, "bounded-waits",
                                          llvm::cl::desc("mbarrier waits time out and report"),
                                          llvm::cl::init(false)};
@@ -89,6 +93,7 @@ void ::tessel::registerAllPasses() {
         PipelineOptions o;
         o.schedule = cl.schedule;
         o.stages = cl.stages;
+        o.cluster = cl.cluster;
         o.boundedWaits = cl.boundedWaits;
         buildTesselPipeline(pm, o);
       });

@@ -326,8 +326,15 @@ void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_ar
     checkCuda(d.cuCtxGetDevice(&dev), "cuCtxGetDevice", k.name);
     checkCuda(d.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
               "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)", k.name);
+    // With clusters (launched as k.cluster[0] x 1 x 1) the kernel walks
+    // cluster tiles of the user's grid; it is told its cluster shape at compile
+    // time, so the runtime only needs the count: a whole number of clusters.
+    const std::uint64_t csize = k.cluster[0];
     std::uint64_t tiles = std::uint64_t(g.x) * g.y * g.z;
-    config.gridDimX = static_cast<unsigned>(std::min<std::uint64_t>(tiles, static_cast<std::uint64_t>(sms)));
+    if (csize > 1)  // ceil over the clustered axis: cluster tiles x csize CTAs
+      tiles = (tiles + csize - 1) / csize * csize;
+    std::uint64_t ctas = std::min<std::uint64_t>(tiles, static_cast<std::uint64_t>(sms) / csize * csize);
+    config.gridDimX = static_cast<unsigned>(std::max<std::uint64_t>(ctas, csize));
     config.gridDimY = 1;
     config.gridDimZ = 1;
   }

@@ -293,7 +293,7 @@ void validateArgs(const CompiledKernel& k, std::span<const tensor_arg> args, gri
     if (ext[i] > limit[i])
       throw tessel::error(kernel + ": " + gridText + ": grid." + axis[i] + " is " +
                           std::to_string(ext[i]) + "; CUDA allows at most " + std::to_string(limit[i]));
-    if (ext[i] % k.cluster[i] != 0)
+    if (!k.persistent && ext[i] % k.cluster[i] != 0)
       throw tessel::error(kernel + ": " + gridText + ": grid." + axis[i] + " = " + std::to_string(ext[i]) +
                           " is not a multiple of the cluster extent " + std::to_string(k.cluster[i]) +
                           " (the kernel was compiled for cluster (" + std::to_string(k.cluster[0]) + ", " +

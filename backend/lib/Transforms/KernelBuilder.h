@@ -124,10 +124,17 @@ private:
   /// staging buffer -> TMA store (or plain stores when the output breaks
   /// TMA's rules).
   LogicalResult stageChunk(TmaParam &t, Value acc, Value rowBlock, int64_t chunk, Value inWg,
-                           Value consumer, Value sequence);
+                           Value consumer, Value sequence, bool drainAll);
   /// Named barrier of consumer warpgroup `consumer` (ids 1..; 0 is bar.sync 0).
   void consumerBarrier(Value consumer);
+  /// Cluster tile `tile` of the persistent walk -> the user's program ids
+  /// (and `tileValid`: false for the cluster partner of a tile past the
+  /// grid's edge, which runs the mainloop for its partner but stores nothing).
   void setProgramIds(Value tile);
+  /// Arrives on the empty barrier of stage `s` in every CTA of the cluster.
+  void releaseStage(Value s);
+  /// All threads of all CTAs of the cluster (bar.sync 0 without a cluster).
+  void clusterSync();
   LogicalResult buildElementwise();
   LogicalResult emitStores(function_ref<LogicalResult(StoreOp)> perStore);
   /// TMA loads of tile `j` into stage `s` (both i32), then expect_tx.
@@ -164,6 +171,10 @@ private:
   /// Warp-specialized schedules: consumer warpgroups and their staging buffers
   /// (two 64 x 128-byte chunks each, 1024-aligned for the 128B swizzle).
   int64_t consumers = 0, stagingOff = 0;
+  /// Cluster: CTAs along program_id 0 and 1 (launched as clusterSize x 1 x 1),
+  /// this CTA's rank in it (i32), and whether its current tile is in the grid.
+  int64_t clusterX = 1, clusterY = 1, clusterSize = 1;
+  Value clusterRank, tileValid;
   static constexpr int64_t kChunkBytes = 64 * 128;
 };
 

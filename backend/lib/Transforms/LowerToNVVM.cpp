@@ -422,8 +422,14 @@ LogicalResult KernelBuilder::buildSignature() {
   }
   if (gemm) {
     auto tile = sched.getTile();
-    tma.push_back({gemm->a.argIndex, {tile[2], tile[0]}, {}});
-    tma.push_back({gemm->b.argIndex, {tile[2], tile[1]}, {}});
+    // In a cluster each CTA loads 1/clusterSize of the shared operand's tile
+    // and multicasts it: B is shared along program_id 0, A along program_id 1.
+    auto [cx, cy] = sched.getClusterShape();
+    clusterX = cx;
+    clusterY = cy;
+    clusterSize = cx * cy;
+    tma.push_back({gemm->a.argIndex, {tile[2], tile[0] / cy}, {}});
+    tma.push_back({gemm->b.argIndex, {tile[2], tile[1] / cx}, {}});
     // Staged outputs: one 64-row x 128-byte box, 128B swizzle.
     for (StoreOp store : stagedStores()) {
       unsigned arg = cast<BlockArgument>(store.getRef()).getArgNumber();
@@ -489,6 +495,13 @@ LogicalResult KernelBuilder::buildSignature() {
     gridParams.push_back(b.create<arith::TruncIOp>(loc, b.getI32Type(), entry->getArgument(p++)));
   if (persistent)
     kernel->setAttr("tessel.persistent", b.getUnitAttr());
+  if (clusterSize > 1) {
+    // .reqnctapercluster: the persistent grid is 1-d, clusters of clusterSize.
+    auto dims = b.getDenseI32ArrayAttr({(int32_t)clusterSize, 1, 1});
+    kernel->setAttr("nvvm.cluster_dim", dims);
+    kernel->setAttr("tessel.cluster", dims);
+    clusterRank = ptx("mov.u32 $0, %cluster_ctarank;", "=r", {}, b.getI32Type());
+  }
   return success();
 }
 
@@ -550,21 +563,36 @@ LogicalResult KernelBuilder::issueStage(Value j, Value s) {
                                                 b.create<arith::MulIOp>(loc, s, i32(8))));
   ptx("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r",
       {full, i32(aBytes + bBytes)});
-  auto issue = [&](GemmOperand op, TmaParam &t, Value dst) -> LogicalResult {
+  auto issue = [&](GemmOperand op, TmaParam &t, Value dst, bool shared) -> LogicalResult {
     auto offOrFail = offsetScalars(op.load.getOffsets(), kv);
     if (failed(offOrFail))
       return failure();
     SmallVector<Value> off = std::move(*offOrFail);
-    // TMA coordinates are innermost first.
+    if (!shared || clusterSize == 1) {
+      // TMA coordinates are innermost first.
+      ptx("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+          " [$0], [$1, {$2, $3}], [$4];",
+          "r,l,r,r,r", {dst, t.desc, off[1], off[0], full});
+      return success();
+    }
+    // Rule C2: rank r loads rows [r * rows, (r + 1) * rows) of the shared tile
+    // into the same offset of every CTA of the cluster; each CTA's full
+    // barrier expects the whole stage and counts the peers' bytes too.
+    int64_t rows = t.box[1];
+    Value row = b.create<arith::AddIOp>(loc, off[0], b.create<arith::MulIOp>(loc, clusterRank, i32(rows)));
+    Value part = b.create<arith::AddIOp>(
+        loc, dst, b.create<arith::MulIOp>(loc, clusterRank, i32(rows * BK * eltBytes)));
+    Value mask = b.create<arith::ConstantIntOp>(loc, b.getI16Type(), (1 << clusterSize) - 1);
     ptx("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-        " [$0], [$1, {$2, $3}], [$4];",
-        "r,l,r,r,r", {dst, t.desc, off[1], off[0], full});
+        ".multicast::cluster [$0], [$1, {$2, $3}], [$4], $5;",
+        "r,l,r,r,r,h", {part, t.desc, off[1], row, full, mask});
     return success();
   };
   Value aDst = smemAddr(b.create<arith::MulIOp>(loc, s, i32(aBytes)));
   Value bDst = smemAddr(b.create<arith::AddIOp>(
       loc, i32(stages * aBytes), b.create<arith::MulIOp>(loc, s, i32(bBytes))));
-  if (failed(issue(gemm->a, tma[0], aDst)) || failed(issue(gemm->b, tma[1], bDst)))
+  if (failed(issue(gemm->a, tma[0], aDst, clusterY > 1)) ||
+      failed(issue(gemm->b, tma[1], bDst, clusterX > 1)))
     return failure();
   return success();
 }
@@ -613,7 +641,9 @@ LogicalResult KernelBuilder::setupGemm() {
   Value isLeader = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, tid, i32(0));
   // A stage is released by every warpgroup that read it: all of them (tma,
   // warp_specialized, cooperative) or the one whose tile it was (pingpong).
-  int64_t emptyArrivals = sched.getKind() == ScheduleKind::pingpong ? 1 : W;
+  // In a cluster, the consumers of every CTA release every CTA's stage (its
+  // producer multicasts into all of them).
+  int64_t emptyArrivals = (sched.getKind() == ScheduleKind::pingpong ? 1 : W) * clusterSize;
   // Rule 1: barriers initialised by thread 0, fenced, then a CTA barrier.
   {
     auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, isLeader, false);
@@ -627,7 +657,9 @@ LogicalResult KernelBuilder::setupGemm() {
     for (TmaParam &t : tma)
       ptx("prefetch.tensormap [$0];", "l", {t.desc});
   }
-  barSync();
+  // Rule C1: no CTA multicasts into, or arrives on, a peer's barriers before
+  // the peer initialised them.
+  clusterSync();
 
   // Trip count of the mainloop: nk = max(0, ceil((ub - lb) / step)).
   auto ubS = scalar(gemm->loop.getUpperBound());
@@ -830,7 +862,7 @@ void KernelBuilder::consumerBarrier(Value consumer) {
 }
 
 LogicalResult KernelBuilder::stageChunk(TmaParam &t, Value acc, Value rowBlock, int64_t chunk,
-                                        Value inWg, Value consumer, Value sequence) {
+                                        Value inWg, Value consumer, Value sequence, bool drainAll) {
   StoreOp store = t.store;
   Type outTy = store.getRef().getType().getElementType();
   int64_t bytes = outTy.getIntOrFloatBitWidth() / 8;
@@ -853,12 +885,14 @@ LogicalResult KernelBuilder::stageChunk(TmaParam &t, Value acc, Value rowBlock, 
             loc, b.create<arith::MulIOp>(loc, row, i32(128)),
             b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, phys, i32(16)), byte)));
   };
-  // Rule E1.
+  // Rule E1. (With an odd number of chunks per tile, a skipped cluster tile
+  // would break the strict alternation: the first chunk of a tile then waits
+  // for every store.)
   {
     auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, isIssuer, false);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
-    ptx("cp.async.bulk.wait_group.read 1;", "", {});
+    ptx(drainAll ? "cp.async.bulk.wait_group.read 0;" : "cp.async.bulk.wait_group.read 1;", "", {});
   }
   consumerBarrier(consumer);
 
@@ -995,7 +1029,8 @@ LogicalResult KernelBuilder::emitConsumerEpilogue(ArrayRef<Value> accs, Value fi
       int64_t chunks = BN * store.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8 / 128;
       for (int64_t c = 0; c < chunks; ++c, ++q)
         if (failed(stageChunk(*it, acc, rowBlock, c, inWg, consumer,
-                              b.create<arith::AddIOp>(loc, sequence, i32(q)))))
+                              b.create<arith::AddIOp>(loc, sequence, i32(q)),
+                              /*drainAll=*/q == 0 && perTile % 2 == 1 && clusterSize > 1)))
           return failure();
     }
     return success();
@@ -1060,22 +1095,70 @@ LogicalResult KernelBuilder::buildTmaSchedule() {
   return emitEpilogue(fenceAccumulator(loop.getResult(0)), wg, inWg);
 }
 
-/// Tile `t` (i32) of the user's grid -> program ids, with grouped raster
-/// order along axis 0: groups of kRasterGroup rows of tiles are walked column
-/// by column, so that concurrently running CTAs share A and B tiles in L2.
+/// The user's grid in cluster tiles: ceil(grid / cluster) along axes 0, 1.
+static std::array<Value, 2> clusterGrid(OpBuilder &b, Location loc, ArrayRef<Value> grid,
+                                        int64_t cx, int64_t cy) {
+  auto ceilDiv = [&](Value v, int64_t d) -> Value {
+    if (d == 1)
+      return v;
+    Value dv = b.create<arith::ConstantIntOp>(loc, b.getI32Type(), d);
+    Value dm1 = b.create<arith::ConstantIntOp>(loc, b.getI32Type(), d - 1);
+    return b.create<arith::DivUIOp>(loc, b.create<arith::AddIOp>(loc, v, dm1), dv);
+  };
+  return {ceilDiv(grid[0], cx), ceilDiv(grid[1], cy)};
+}
+
+/// Cluster tile `t` (i32) -> program ids, with grouped raster order along
+/// axis 0: groups of kRasterGroup rows of cluster tiles are walked column by
+/// column, so that concurrently running CTAs share A and B tiles in L2. The
+/// CTA of rank r in a 2x1 (1x2) cluster takes row (column) 2X + r.
 void KernelBuilder::setProgramIds(Value t) {
-  Value perSlice = b.create<arith::MulIOp>(loc, gridParams[0], gridParams[1]);
+  auto [gx, gy] = clusterGrid(b, loc, gridParams, clusterX, clusterY);
+  Value perSlice = b.create<arith::MulIOp>(loc, gx, gy);
   Value z = b.create<arith::DivUIOp>(loc, t, perSlice);
   Value r = b.create<arith::RemUIOp>(loc, t, perSlice);
-  Value width = b.create<arith::MulIOp>(loc, i32(kRasterGroup), gridParams[1]);
+  Value width = b.create<arith::MulIOp>(loc, i32(kRasterGroup), gy);
   Value group = b.create<arith::DivUIOp>(loc, r, width);
   Value firstX = b.create<arith::MulIOp>(loc, group, i32(kRasterGroup));
-  Value size = b.create<arith::MinUIOp>(loc, b.create<arith::SubIOp>(loc, gridParams[0], firstX),
+  Value size = b.create<arith::MinUIOp>(loc, b.create<arith::SubIOp>(loc, gx, firstX),
                                         i32(kRasterGroup));
   Value inGroup = b.create<arith::RemUIOp>(loc, r, width);
-  programIds = {b.create<arith::AddIOp>(loc, firstX, b.create<arith::RemUIOp>(loc, inGroup, size)),
-                b.create<arith::DivUIOp>(loc, inGroup, size), z};
+  Value x = b.create<arith::AddIOp>(loc, firstX, b.create<arith::RemUIOp>(loc, inGroup, size));
+  Value y = b.create<arith::DivUIOp>(loc, inGroup, size);
+  if (clusterX > 1)
+    x = b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, x, i32(clusterX)), clusterRank);
+  if (clusterY > 1)
+    y = b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, y, i32(clusterY)), clusterRank);
+  programIds = {x, y, z};
+  tileValid = b.create<arith::AndIOp>(
+      loc, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, x, gridParams[0]),
+      b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, y, gridParams[1]));
   scalars.clear(); // everything derived from program ids is per tile
+}
+
+void KernelBuilder::releaseStage(Value s) {
+  Value bar = emptyBar(s);
+  if (clusterSize == 1) {
+    ptx("mbarrier.arrive.shared::cta.b64 _, [$0];", "r", {bar});
+    return;
+  }
+  // Rule C3: the stage is free once the consumers of every CTA it was
+  // multicast into released it; arrive on each CTA's barrier.
+  for (int64_t peer = 0; peer < clusterSize; ++peer)
+    ptx("{\n"
+        ".reg .b32 remote;\n"
+        "mapa.shared::cluster.u32 remote, $0, $1;\n"
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+        "}",
+        "r,r", {bar, i32(peer)});
+}
+
+void KernelBuilder::clusterSync() {
+  if (clusterSize == 1)
+    return barSync();
+  ptx("barrier.cluster.arrive.release.aligned;\n"
+      "barrier.cluster.wait.acquire.aligned;",
+      "", {});
 }
 
 /// Warp-specialized schedules (CUTLASS KernelTmaWarpSpecialized*):
@@ -1121,10 +1204,14 @@ LogicalResult KernelBuilder::buildWarpSpecialized() {
   // blockIdx.x, blockIdx.x + gridDim.x, ... of the user's grid (persistent).
   Value numTiles, firstTile, tileStride;
   if (persistent) {
-    numTiles = b.create<arith::MulIOp>(
-        loc, b.create<arith::MulIOp>(loc, gridParams[0], gridParams[1]), gridParams[2]);
-    firstTile = b.create<NVVM::BlockIdXOp>(loc, b.getI32Type());
-    tileStride = b.create<NVVM::GridDimXOp>(loc, b.getI32Type());
+    // Clusters walk cluster tiles: cluster c = blockIdx.x / clusterSize takes
+    // c, c + gridDim.x / clusterSize, ...
+    auto [gx, gy] = clusterGrid(b, loc, gridParams, clusterX, clusterY);
+    numTiles = b.create<arith::MulIOp>(loc, b.create<arith::MulIOp>(loc, gx, gy), gridParams[2]);
+    firstTile = b.create<arith::DivUIOp>(loc, b.create<NVVM::BlockIdXOp>(loc, b.getI32Type()),
+                                         i32(clusterSize));
+    tileStride = b.create<arith::DivUIOp>(loc, b.create<NVVM::GridDimXOp>(loc, b.getI32Type()),
+                                          i32(clusterSize));
   } else {
     numTiles = i32(1);
     firstTile = i32(0);
@@ -1190,8 +1277,7 @@ LogicalResult KernelBuilder::buildWarpSpecialized() {
       auto relIf = b.create<scf::IfOp>(loc, TypeRange{}, isWgLeader, false);
       OpBuilder::InsertionGuard g3(b);
       b.setInsertionPointToStart(relIf.thenBlock());
-      ptx("mbarrier.arrive.shared::cta.b64 _, [$0];", "r",
-          {emptyBar(b.create<arith::RemUIOp>(loc, it, i32(stages)))});
+      releaseStage(b.create<arith::RemUIOp>(loc, it, i32(stages)));
     };
     // Rule W2: turn barriers 3 (consumer 0's) and 4 (consumer 1's).
     auto turn = [&](StringRef op, Value who) {
@@ -1258,6 +1344,12 @@ LogicalResult KernelBuilder::buildWarpSpecialized() {
         accs.push_back(fenceAccumulator(acc));
       // This consumer's own tile count picks its staging buffers.
       Value local = pingpong ? b.create<arith::DivUIOp>(loc, tileIter, i32(2)).getResult() : tileIter;
+      if (!tileValid)
+        return emitConsumerEpilogue(accs, firstRowBlock, inWg, consumer, local);
+      // A cluster partner's tile past the grid's edge: nothing to store.
+      auto validIf = b.create<scf::IfOp>(loc, TypeRange{}, tileValid, false);
+      OpBuilder::InsertionGuard g3(b);
+      b.setInsertionPointToStart(validIf.thenBlock());
       return emitConsumerEpilogue(accs, firstRowBlock, inWg, consumer, local);
     });
     if (failed(r))
@@ -1268,6 +1360,10 @@ LogicalResult KernelBuilder::buildWarpSpecialized() {
     b.setInsertionPointToStart(ifOp.thenBlock());
     ptx("cp.async.bulk.wait_group 0;", "", {});
   }
+  // Rule C4: no CTA leaves while a peer may still multicast into its shared
+  // memory or arrive on its barriers.
+  if (clusterSize > 1)
+    clusterSync();
   return success();
 }
 

@@ -16,7 +16,8 @@
 //      modes and MN-major operands come with the multistage/layout work).
 //   3. BM is a multiple of 64 (one m64 wgmma row block per warpgroup, at most
 //      4 warpgroups); BN is a multiple of 8 and at most 256 (wgmma N).
-//   4. The ring fits in 227 KiB of shared memory.
+//   4. The ring fits in 227 KiB of shared memory (beside the staging buffers
+//      of the TMA-store epilogue in the warp-specialized schedules).
 //
 //===----------------------------------------------------------------------===//
 
@@ -104,9 +105,33 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
       return m.dot.emitError() << s << " stages of " << stageBytes
                                << " bytes do not fit in shared memory (at most " << fit
                                << (staging ? " beside the epilogue's staging buffers" : "") << ")";
+    // 5. Clusters: 1x1, 2x1 (pairs along program_id 0 share B) or 1x2 (along
+    //    program_id 1, share A), for the persistent schedules, whose tile
+    //    scheduler keeps the CTAs of a cluster on neighbouring tiles.
+    int64_t cx = 0, cy = 0;
+    {
+      StringRef text(cluster);
+      auto [xs, ys] = text.split('x');
+      if (xs.getAsInteger(10, cx) || ys.getAsInteger(10, cy) || cx < 1 || cy < 1)
+        return fn.emitError() << "cluster '" << cluster << "' is not of the form MxN (e.g. 2x1)";
+    }
+    if (cx * cy > 2)
+      return fn.emitError() << "cluster " << cx << "x" << cy
+                            << " is not supported: use 1x1, 2x1 or 1x2 (two CTAs at most)";
+    if (cx * cy > 1 && kind != ScheduleKind::cooperative && kind != ScheduleKind::pingpong)
+      return m.dot.emitError() << "cluster " << cx << "x" << cy << " needs a persistent schedule "
+                               << "(cooperative or pingpong), got '"
+                               << stringifyScheduleKind(kind) << "'";
+    if ((cx == 2 && (m.tileN / 2) % 8 != 0) || (cy == 2 && (m.tileM / 2) % 8 != 0))
+      return m.dot.emitError() << "cluster " << cx << "x" << cy
+                               << " multicasts half of the shared tile per CTA: its rows ("
+                               << (cx == 2 ? m.tileN : m.tileM) << ") must be a multiple of 16";
+    SmallVector<int64_t> clusterShape;
+    if (cx * cy > 1)
+      clusterShape = {cx, cy};
     // One m64 row block per warpgroup.
     auto attr = ScheduleAttr::get(fn.getContext(), kind, {m.tileM, m.tileN, m.tileK}, s,
-                                  m.tileM / 64, /*swizzle=*/128);
+                                  m.tileM / 64, /*swizzle=*/128, clusterShape);
     fn->setAttr(TesselDialect::getScheduleAttrName(), attr);
     return success();
   }

@@ -27,6 +27,7 @@ void registerAllPasses();
 struct PipelineOptions {
   std::string schedule = "auto";
   int64_t stages = 0;
+  std::string cluster = "1x1";  ///< CTA cluster, "MxN" along program_id 0 x 1
   bool boundedWaits = false;  ///< TESSEL_DEBUG: mbarrier waits time out and report
 };
 

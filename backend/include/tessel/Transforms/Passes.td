@@ -30,6 +30,9 @@ def TesselSelectSchedule : Pass<"tessel-select-schedule", "mlir::ModuleOp"> {
            "tma | multistage | warp_specialized | cooperative | pingpong | auto">,
     Option<"stages", "stages", "int64_t", /*default=*/"0",
            "shared-memory ring depth (0: as many as fit, at most 4)">,
+    Option<"cluster", "cluster", "std::string", /*default=*/"\"1x1\"",
+           "CTA cluster along program_id 0 x program_id 1: 1x1, 2x1 (B multicast) or 1x2 "
+           "(A multicast); the persistent schedules only">,
   ];
   let dependentDialects = ["mlir::tessel::TesselDialect"];
 }

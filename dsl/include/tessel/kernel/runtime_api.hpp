@@ -28,7 +28,7 @@ enum class schedule : std::uint8_t { automatic, tma, multistage, warp_specialize
 struct options {
   tessel::schedule schedule = tessel::schedule::automatic;
   int stages = 0;                        ///< shared-memory ring depth; 0 = heuristic
-  std::array<int, 2> cluster = {1, 1};   ///< CTA cluster shape (later schedules)
+  std::array<int, 2> cluster = {1, 1};   ///< CTAs per cluster along program_id 0 x 1: {1,1}, {2,1}, {1,2}
   std::string dump_dir;                  ///< write every stage here (also $TESSEL_DUMP_DIR)
   bool verbose = false;                  ///< print compile steps and the ptxas log to stderr
   bool debug = false;                    ///< bounded barrier waits that report and trap (also TESSEL_DEBUG)

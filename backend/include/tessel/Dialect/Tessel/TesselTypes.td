@@ -41,20 +41,32 @@ def Tessel_ScheduleAttr : AttrDef<Tessel_Dialect, "Schedule"> {
   let summary = "how the backend builds the kernel (set by tessel-select-schedule)";
   let description = [{
     The schedule and its knobs: CTA tile (from the traced `dot`), number of
-    shared-memory stages, consumer warpgroups, and the swizzle (in bytes) of
-    the operand tiles.
+    shared-memory stages, consumer warpgroups, the swizzle (in bytes) of the
+    operand tiles, and the CTA cluster (CTAs along program_id 0 x along
+    program_id 1; omitted when 1 x 1). In a 2 x 1 cluster the two CTAs share
+    the B tile (TMA multicast), in a 1 x 2 cluster the A tile.
 
     ```mlir
     func.func @gemm(...) attributes {tessel.kernel,
-        tessel.schedule = #tessel.schedule<kind = tma, tile = [128, 256, 64],
-                                           stages = 4, warpgroups = 2, swizzle = 128>}
+        tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64],
+                                           stages = 4, warpgroups = 2, swizzle = 128,
+                                           cluster = [2, 1]>}
     ```
   }];
   let parameters = (ins "ScheduleKind":$kind, ArrayRefParameter<"int64_t">:$tile,
-                        "int64_t":$stages, "int64_t":$warpgroups, "int64_t":$swizzle);
+                        "int64_t":$stages, "int64_t":$warpgroups, "int64_t":$swizzle,
+                        OptionalArrayRefParameter<"int64_t">:$cluster);
   let assemblyFormat = [{
     `<` `kind` `=` $kind `,` `tile` `=` `[` $tile `]` `,` `stages` `=` $stages `,`
-    `warpgroups` `=` $warpgroups `,` `swizzle` `=` $swizzle `>`
+    `warpgroups` `=` $warpgroups `,` `swizzle` `=` $swizzle (`,` `cluster` `=` `[` $cluster^ `]`)? `>`
+  }];
+  let extraClassDeclaration = [{
+    /// CTAs of the cluster along program_id 0 and 1 ({1, 1} when omitted).
+    std::array<int64_t, 2> getClusterShape() const {
+      auto c = getCluster();
+      return c.size() == 2 ? std::array<int64_t, 2>{c[0], c[1]} : std::array<int64_t, 2>{1, 1};
+    }
+    int64_t getClusterSize() const { auto c = getClusterShape(); return c[0] * c[1]; }
   }];
 }
 
