@@ -974,6 +974,7 @@ LogicalResult KernelBuilder::build() {
 namespace {
 
 using mlir::tessel::lowering::KernelBuilder;
+using mlir::tessel::lowering::kSmemSymbol;
 
 struct LowerToNVVM : mlir::tessel::impl::TesselLowerToNVVMBase<LowerToNVVM> {
   using Base::Base;
