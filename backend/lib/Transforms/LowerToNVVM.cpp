@@ -417,7 +417,8 @@ LogicalResult KernelBuilder::buildSignature() {
       params.push_back(b.getStringAttr("stride:" + std::to_string(i) + ":" + std::to_string(d)));
     }
   }
-  if (gemm) {
+  // Schedule `multistage` reads its operands through the pointers: no TMA.
+  if (gemm && sched.getKind() != ScheduleKind::multistage) {
     auto tile = sched.getTile();
     tma.push_back({gemm->a.argIndex, {tile[2], tile[0]}, {}});
     tma.push_back({gemm->b.argIndex, {tile[2], tile[1]}, {}});
@@ -588,7 +589,8 @@ LogicalResult KernelBuilder::setupGemm() {
 
   Value isLeader = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, tid, i32(0));
   // Rule 1: barriers initialised by thread 0, fenced, then a CTA barrier.
-  {
+  // (Schedule `multistage` has no mbarriers: MultistageSchedule.cpp.)
+  if (sched.getKind() != ScheduleKind::multistage) {
     auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, isLeader, false);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
@@ -599,8 +601,9 @@ LogicalResult KernelBuilder::setupGemm() {
     ptx("fence.mbarrier_init.release.cluster;", "", {});
     for (TmaParam &t : tma)
       ptx("prefetch.tensormap [$0];", "l", {t.desc});
+    b.setInsertionPointAfter(ifOp);
+    barSync();
   }
-  barSync();
 
   // Trip count of the mainloop: nk = max(0, ceil((ub - lb) / step)).
   auto ubS = scalar(gemm->loop.getUpperBound());
@@ -939,6 +942,8 @@ LogicalResult KernelBuilder::buildGemm() {
     return buildWarpSpecialized(/*persistent=*/false);
   case ScheduleKind::cooperative:
     return buildWarpSpecialized(/*persistent=*/true);
+  case ScheduleKind::multistage:
+    return buildMultistage();
   default:
     return fn.emitError() << "schedule '" << stringifyScheduleKind(sched.getKind())
                           << "' is not implemented yet";

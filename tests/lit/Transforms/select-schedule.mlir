@@ -3,7 +3,7 @@
 // RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="schedule=pingpong" 2>&1 | FileCheck %s --check-prefix=PINGPONG
 
 // COOP: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 3, warpgroups = 2, swizzle = 128>
-// PINGPONG: schedule 'pingpong' is not implemented yet; use tma, warp_specialized or cooperative
+// PINGPONG: schedule 'pingpong' is not implemented yet; use tma, multistage, warp_specialized or cooperative
 
 // CHECK-LABEL: func.func @gemm
 // CHECK-SAME: tessel.schedule = #tessel.schedule<kind = tma, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128>
