@@ -1,6 +1,7 @@
 // gemm_test.cpp - numerics of the tessel GEMM kernels (examples/02_gemm, examples/03_gemm_bias_relu)
-// on the GPU: schedule tma, tiles 128x128 and 128x256, stages 2..4, shapes from one tile to 8192^3,
-// non-multiples of the tile, K of one tile and K of many ring wraps.
+// on the GPU: every schedule (tma, warp_specialized, cooperative, pingpong, multistage), clusters
+// 2x1/1x2, tiles 128x128 and 128x256 (and 128x128x32 for multistage), stages 2..4, shapes from one
+// element to 8192^3, non-multiples of the tile, K of one tile and K of many ring wraps.
 //
 // Each case: random bf16 inputs in [-1, 1) (never zero), C poisoned with NaN, one launch, compared
 // with the cuBLASLt f32 reference by relative Frobenius norm (< 1e-2, no NaN/Inf anywhere), sampled
@@ -16,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "bench_util.h"
 #include "gpu_test_util.hpp"
@@ -279,6 +281,64 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(std::array<int, 2>{2, 1}, std::array<int, 2>{1, 2}),
                        ::testing::Values(tb::gemm_shape{200, 300, 72}, tb::gemm_shape{3000, 5000, 2000})),
     cluster_param_name);
+
+// Schedule multistage (cp.async ring + ldmatrix + mma.sync, all warps computing). First every
+// combination of M, N, K in {1, 7, 64, 129, 1000} on the 128x128x32 tile (odd K: rows that are not
+// 16-byte aligned take the synchronous-copy fallback; K below BK; M, N below and one past the tile),
+// then the TMA suite's shapes on the BK = 64 tiles, then the fused bias+relu epilogue.
+class MultistageGemm : public ::testing::TestWithParam<gemm_param> {};
+
+TEST_P(MultistageGemm, MatchesReference) {
+  TESSEL_REQUIRE_GPU();
+  const auto& [tile, stages, shape] = GetParam();
+  check_gemm(tb::gemm_variant::plain, tile, stages, shape, ts::schedule::multistage);
+}
+
+class MultistageGemmBiasRelu : public ::testing::TestWithParam<gemm_param> {};
+
+TEST_P(MultistageGemmBiasRelu, MatchesReference) {
+  TESSEL_REQUIRE_GPU();
+  const auto& [tile, stages, shape] = GetParam();
+  check_gemm(tb::gemm_variant::bias_relu, tile, stages, shape, ts::schedule::multistage);
+}
+
+namespace {
+std::vector<tb::gemm_shape> edge_shapes() {
+  const std::int64_t sizes[] = {1, 7, 64, 129, 1000};
+  std::vector<tb::gemm_shape> out;
+  for (std::int64_t m : sizes)
+    for (std::int64_t n : sizes)
+      for (std::int64_t k : sizes) out.push_back({m, n, k});
+  return out;
+}
+}  // namespace
+
+INSTANTIATE_TEST_SUITE_P(EdgeShapes, MultistageGemm,
+                         ::testing::Combine(::testing::Values(tb::tile_shape{128, 128, 32}), ::testing::Values(3),
+                                            ::testing::ValuesIn(edge_shapes())),
+                         param_name);
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, MultistageGemm,
+    ::testing::Combine(::testing::Values(tb::tile_shape{128, 128, 64}, tb::tile_shape{128, 256, 64},
+                                         tb::tile_shape{128, 128, 32}),
+                       ::testing::Values(2, 4),
+                       ::testing::Values(tb::gemm_shape{128, 128, 64}, tb::gemm_shape{1024, 1024, 64},
+                                         tb::gemm_shape{256, 256, 8192}, tb::gemm_shape{200, 300, 72},
+                                         tb::gemm_shape{7, 9, 8}, tb::gemm_shape{129, 257, 136},
+                                         tb::gemm_shape{64, 4096, 4096}, tb::gemm_shape{3000, 5000, 2000},
+                                         tb::gemm_shape{1000, 1000, 1001}, tb::gemm_shape{8192, 8192, 8192})),
+    param_name);
+
+INSTANTIATE_TEST_SUITE_P(Shapes, MultistageGemmBiasRelu,
+                         ::testing::Combine(::testing::Values(tb::tile_shape{128, 128, 32},
+                                                              tb::tile_shape{128, 256, 64}),
+                                            ::testing::Values(3),
+                                            ::testing::Values(tb::gemm_shape{128, 128, 64},
+                                                              tb::gemm_shape{200, 300, 72},
+                                                              tb::gemm_shape{129, 7, 1000},
+                                                              tb::gemm_shape{3000, 5000, 2000})),
+                         param_name);
 
 TEST(GpuAvailable, AgreesWithCudaRuntime) {
   TESSEL_REQUIRE_GPU();

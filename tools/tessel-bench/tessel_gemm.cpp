@@ -61,7 +61,8 @@ std::string tile_shape::str() const {
 }
 
 const std::vector<tile_shape>& supported_tiles() {
-  static const std::vector<tile_shape> tiles = {{128, 256, 64}, {128, 128, 64}, {256, 128, 64}, {128, 64, 64}};
+  static const std::vector<tile_shape> tiles = {{128, 256, 64}, {128, 128, 64}, {256, 128, 64}, {128, 64, 64},
+                                                {128, 128, 32}};  // BK 32: multistage only
   return tiles;
 }
 
@@ -132,6 +133,7 @@ ts::kernel jit_gemm(gemm_variant v, const tile_shape& t, const ts::options& o) {
   if (t == tile_shape{128, 128, 64}) return jit_tile<128, 128, 64>(v, o);
   if (t == tile_shape{256, 128, 64}) return jit_tile<256, 128, 64>(v, o);
   if (t == tile_shape{128, 64, 64}) return jit_tile<128, 64, 64>(v, o);
+  if (t == tile_shape{128, 128, 32}) return jit_tile<128, 128, 32>(v, o);
   throw usage_error("tile " + t.str() + " is not instantiated in tessel_gemm.cpp");
 }
 

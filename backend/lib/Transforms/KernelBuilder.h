@@ -91,6 +91,22 @@ private:
   /// Schedule `multistage` (MultistageSchedule.cpp): cp.async ring, ldmatrix,
   /// mma.sync m16n8k16, every warp computing.
   LogicalResult buildMultistage();
+  // ---- schedule `multistage` helpers (MultistageSchedule.cpp) -------------
+  /// Tile, warp and shared-memory geometry of the multistage kernel.
+  struct MultistagePlan;
+  /// cp.async (or, for unaligned rows, synchronous element copies) of the
+  /// `rows` x BK tile of `op` at k offset `kv` into the swizzled tile at
+  /// shared byte address `dst`; zero-fills rows/columns outside the tensor.
+  LogicalResult msCopyTile(const MultistagePlan &p, GemmOperand op, Value kv, Value dst,
+                           int64_t rows);
+  /// Copies A and B tile `j` (i32) into stage `s` when j < nk (no commit).
+  LogicalResult msIssueTile(const MultistagePlan &p, Value j, Value s);
+  /// BK/16 k16 steps of ldmatrix + mma.sync on stage `s`. Returns the new
+  /// accumulator (a struct of the warp tile's f32 registers).
+  Value msMmaStage(const MultistagePlan &p, Value acc, Value s);
+  /// The traced epilogue on the mma.sync C fragments of this thread.
+  LogicalResult msEpilogue(const MultistagePlan &p, Value acc);
+  // ---- end of schedule `multistage` helpers -------------------------------
   Value fullBar(Value s);
   Value emptyBar(Value s);
   Value zeroAccumulator();

@@ -420,7 +420,8 @@ LogicalResult KernelBuilder::buildSignature() {
       params.push_back(b.getStringAttr("stride:" + std::to_string(i) + ":" + std::to_string(d)));
     }
   }
-  if (gemm) {
+  // Schedule `multistage` reads its operands through the pointers: no TMA.
+  if (gemm && sched.getKind() != ScheduleKind::multistage) {
     auto tile = sched.getTile();
     // In a cluster each CTA loads 1/clusterSize of the shared operand's tile
     // and multicasts it: B is shared along program_id 0, A along program_id 1.
@@ -645,7 +646,8 @@ LogicalResult KernelBuilder::setupGemm() {
   // producer multicasts into all of them).
   int64_t emptyArrivals = (sched.getKind() == ScheduleKind::pingpong ? 1 : W) * clusterSize;
   // Rule 1: barriers initialised by thread 0, fenced, then a CTA barrier.
-  {
+  // (Schedule `multistage` has no mbarriers: MultistageSchedule.cpp.)
+  if (sched.getKind() != ScheduleKind::multistage) {
     auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, isLeader, false);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
@@ -656,10 +658,11 @@ LogicalResult KernelBuilder::setupGemm() {
     ptx("fence.mbarrier_init.release.cluster;", "", {});
     for (TmaParam &t : tma)
       ptx("prefetch.tensormap [$0];", "l", {t.desc});
+    b.setInsertionPointAfter(ifOp);
+    // Rule C1: no CTA multicasts into, or arrives on, a peer's barriers
+    // before the peer initialised them.
+    clusterSync();
   }
-  // Rule C1: no CTA multicasts into, or arrives on, a peer's barriers before
-  // the peer initialised them.
-  clusterSync();
 
   // Trip count of the mainloop: nk = max(0, ceil((ub - lb) / step)).
   auto ubS = scalar(gemm->loop.getUpperBound());
@@ -1377,6 +1380,8 @@ LogicalResult KernelBuilder::buildGemm() {
   case ScheduleKind::cooperative:
   case ScheduleKind::pingpong:
     return buildWarpSpecialized();
+  case ScheduleKind::multistage:
+    return buildMultistage();
   default:
     return fn.emitError() << "schedule '" << stringifyScheduleKind(sched.getKind())
                           << "' is not implemented yet";

@@ -19,6 +19,19 @@
 //   4. The ring fits in 227 KiB of shared memory (beside the staging buffers
 //      of the TMA-store epilogue in the warp-specialized schedules).
 //
+// Schedule `multistage` (cp.async + ldmatrix + mma.sync, MultistageSchedule.cpp)
+// has its own rules:
+//   M1. Rule 1 (K-contiguous operands, 2-d tensors).
+//   M2. bf16 or f16 elements (mma.sync m16n8k16 with f32 accumulators).
+//   M3. BK = 32 or 64: a tile row is 64 or 128 bytes, 4 or 8 16-byte chunks,
+//       the widths the XOR swizzle for ldmatrix is built for.
+//   M4. BM and BN are multiples of 32 (warp tiles are 32 or 64 wide,
+//       multistageWarps()) and the CTA has at most 8 warps (the 64x64 warp
+//       tile holds 128 f32 accumulators per thread: 8 warps use the whole
+//       register file).
+//   M5. 2 or more stages (one being computed while the next ones load), fitting
+//       in 227 KiB; by default as many as fit, at most 4.
+//
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Transforms/GemmMatch.h"
@@ -58,10 +71,11 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
                                  "cooperative, pingpong or auto)";
       kind = *k;
     }
+    if (kind == ScheduleKind::multistage && StringRef(cluster) != "1x1")
+      return m.dot.emitError() << "cluster " << cluster << " needs a persistent schedule "
+                               << "(cooperative or pingpong), got 'multistage'";
     if (kind == ScheduleKind::multistage)
-      return m.dot.emitError() << "schedule '" << stringifyScheduleKind(kind)
-                               << "' is not implemented yet; use tma, warp_specialized, "
-                                  "cooperative or pingpong";
+      return selectMultistage(fn, m);
 
     Type elt = cast<RankedTensorType>(m.dot.getA().getType()).getElementType();
     int64_t eltBytes = elt.getIntOrFloatBitWidth() / 8;
@@ -132,6 +146,50 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
     // One m64 row block per warpgroup.
     auto attr = ScheduleAttr::get(fn.getContext(), kind, {m.tileM, m.tileN, m.tileK}, s,
                                   m.tileM / 64, /*swizzle=*/128, clusterShape);
+    fn->setAttr(TesselDialect::getScheduleAttrName(), attr);
+    return success();
+  }
+
+  LogicalResult selectMultistage(func::FuncOp fn, GemmMatch &m) {
+    constexpr int64_t kMultistageSharedBytes = 227 * 1024; // no barriers
+    auto err = [&]() { return m.dot.emitError() << "schedule 'multistage' "; };
+    // M1.
+    if (m.a.transposed || !m.b.transposed)
+      return err() << "needs K-contiguous operands: dot(A.load({m, k}, BM, BK), "
+                      "B.load({n, k}, BN, BK).T())";
+    if (m.a.load.getRef().getType().getRank() != 2 || m.b.load.getRef().getType().getRank() != 2)
+      return err() << "loads operands from 2-d tensors";
+    // M2.
+    Type elt = cast<RankedTensorType>(m.dot.getA().getType()).getElementType();
+    if (!elt.isBF16() && !elt.isF16())
+      return err() << "needs bf16 or f16 operands (mma.sync m16n8k16), got " << elt;
+    // M3.
+    if (m.tileK != 32 && m.tileK != 64)
+      return err() << "needs BK = 32 or 64 (64- or 128-byte swizzled rows), got BK = " << m.tileK;
+    // M4.
+    if (m.tileM % 32 != 0 || m.tileN % 32 != 0)
+      return err() << "needs BM and BN to be multiples of 32 (the warp tile), got " << m.tileM
+                   << "x" << m.tileN;
+    MultistageWarps w = multistageWarps(m.tileM, m.tileN);
+    if (w.count() > 8)
+      return err() << "needs at most 8 warps; tile " << m.tileM << "x" << m.tileN << " has "
+                   << w.count() << " warps of " << w.wm << "x" << w.wn;
+    // M5.
+    int64_t stageBytes = (m.tileM + m.tileN) * m.tileK * 2;
+    int64_t fit = kMultistageSharedBytes / stageBytes;
+    int64_t s = stages ? stages : std::min(kMaxStages, fit);
+    if (s < 2)
+      return err() << "needs at least 2 stages, got " << s
+                   << (stages ? "" : " (the tile is too large for two stages)");
+    if (s * stageBytes > kMultistageSharedBytes)
+      return err() << "with " << s << " stages of " << stageBytes
+                   << " bytes does not fit in 227 KiB of shared memory (at most " << fit
+                   << " stages)";
+    // `warpgroups`: the warps rounded up to warpgroups (the warp layout itself
+    // is multistageWarps(BM, BN)); `swizzle`: the swizzled row width in bytes.
+    auto attr = ScheduleAttr::get(fn.getContext(), ScheduleKind::multistage,
+                                  {m.tileM, m.tileN, m.tileK}, s, (w.count() + 3) / 4,
+                                  /*swizzle=*/m.tileK * 2, /*cluster=*/{});
     fn->setAttr(TesselDialect::getScheduleAttrName(), attr);
     return success();
   }

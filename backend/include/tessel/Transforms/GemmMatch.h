@@ -42,6 +42,21 @@ struct GemmMatch {
 /// or failure (with a diagnostic) if it has one that the backend cannot build.
 FailureOr<std::optional<GemmMatch>> matchGemm(func::FuncOp kernel);
 
+/// Warp tiling of schedule `multistage` (shared by tessel-select-schedule, which
+/// checks it, and the kernel builder): a BM x BN CTA tile is split into
+/// warpsM x warpsN warps of wm x wn. A side of at least 128 (and a multiple of
+/// 64) gets 64-wide warp tiles, a smaller one 32-wide, so that small tiles still
+/// have several warps and large ones keep CUTLASS's 64x64 warp tile.
+struct MultistageWarps {
+  int64_t wm, wn, warpsM, warpsN;
+  int64_t count() const { return warpsM * warpsN; }
+};
+inline MultistageWarps multistageWarps(int64_t bm, int64_t bn) {
+  int64_t wm = bm >= 128 && bm % 64 == 0 ? 64 : 32;
+  int64_t wn = bn >= 128 && bn % 64 == 0 ? 64 : 32;
+  return {wm, wn, bm / wm, bn / wn};
+}
+
 } // namespace mlir::tessel
 
 #endif // TESSEL_TRANSFORMS_GEMMMATCH_H
