@@ -11,6 +11,8 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <map>
 
 #include "tessel/Runtime/CudaDriver.h"
 #include "tessel/Runtime/Env.h"
@@ -359,6 +361,32 @@ void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_ar
            std::to_string(k.dynamicSmemBytes) + " bytes, cluster (" + std::to_string(k.cluster[0]) + ", " +
            std::to_string(k.cluster[1]) + ", " + std::to_string(k.cluster[2]) + ")";
   };
+  if (k.persistent && clustered && d.cuOccupancyMaxActiveClusters) {
+    // Not every SM can hold a CTA of a cluster (clusters live inside one GPC):
+    // a persistent grid larger than the co-resident clusters would run its
+    // last clusters as a second wave. Launch only as many as fit at once.
+    static std::mutex mutex;
+    static std::map<CUfunction, int> fitting;
+    int clusters = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      auto it = fitting.find(fn);
+      if (it == fitting.end()) {
+        CUlaunchConfig probe = config;
+        probe.gridDimX = k.cluster[0];
+        checkCuda(d.cuOccupancyMaxActiveClusters(&clusters, fn, &probe), "cuOccupancyMaxActiveClusters",
+                  k.name, shape());
+        it = fitting.emplace(fn, clusters).first;
+        if (knobs().verbose)
+          std::fprintf(stderr, "tessel: '%s': %d clusters of %u CTAs fit at once; persistent grid %u CTAs\n",
+                       k.name.c_str(), clusters, k.cluster[0],
+                       std::min<unsigned>(config.gridDimX, static_cast<unsigned>(clusters) * k.cluster[0]));
+      }
+      clusters = it->second;
+    }
+    if (clusters > 0)
+      config.gridDimX = std::min<unsigned>(config.gridDimX, static_cast<unsigned>(clusters) * k.cluster[0]);
+  }
   if (CUresult r = d.cuLaunchKernelEx(&config, fn, params.data(), nullptr); r != CUDA_SUCCESS)
     throwCudaError(r, "cuLaunchKernelEx", k.name, shape());
   if (envFlag("TESSEL_DEBUG"))

@@ -61,7 +61,9 @@ namespace tessel::runtime {
   X(cuMemsetD8, 3020)
 
 /// Entry points used when the driver has them (nullptr otherwise).
-#define TESSEL_CUDA_OPTIONAL_FUNCS(X) X(cuFuncGetParamInfo, 12040)
+#define TESSEL_CUDA_OPTIONAL_FUNCS(X)                                           \
+  X(cuFuncGetParamInfo, 12040)                                                 \
+  X(cuOccupancyMaxActiveClusters, 11070)
 
 /// The resolved driver. Immutable once cudaDriver() has returned it.
 ///
