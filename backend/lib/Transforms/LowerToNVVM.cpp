@@ -1159,8 +1159,10 @@ void KernelBuilder::releaseStage(Value s) {
 void KernelBuilder::clusterSync() {
   if (clusterSize == 1)
     return barSync();
-  ptx("barrier.cluster.arrive.release.aligned;\n"
-      "barrier.cluster.wait.acquire.aligned;",
+  // Not `.aligned`: warps arrive here diverged (thread 0 of the producer
+  // warp is still issuing loads when its 31 siblings reach the final sync).
+  ptx("barrier.cluster.arrive.release;\n"
+      "barrier.cluster.wait.acquire;",
       "", {});
 }
 

@@ -15,8 +15,8 @@
 // CHECK: .reqnctapercluster 2, 1, 1
 // CHECK: %cluster_ctarank
 // CHECK: fence.mbarrier_init.release.cluster;
-// CHECK: barrier.cluster.arrive.release.aligned;
-// CHECK-NEXT: barrier.cluster.wait.acquire.aligned;
+// CHECK: barrier.cluster.arrive.release;
+// CHECK-NEXT: barrier.cluster.wait.acquire;
 // Half of the shared tile per CTA, multicast to both; the other operand plain.
 // CHECK-DAG: cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster
 // CHECK-DAG: cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [
