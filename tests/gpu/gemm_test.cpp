@@ -239,13 +239,17 @@ INSTANTIATE_TEST_SUITE_P(
 // persistent schedules; odd tile counts leave a cluster partner without a tile of its own.
 using cluster_param = std::tuple<ts::schedule, std::array<int, 2>, tb::gemm_shape>;
 
+/// pingpong holds a whole tile per consumer warpgroup (at most 128x128); cooperative takes 128x256.
+tb::tile_shape cluster_tile(ts::schedule s) {
+  return s == ts::schedule::pingpong ? tb::tile_shape{128, 128, 64} : tb::tile_shape{128, 256, 64};
+}
+
 class ClusterGemm : public ::testing::TestWithParam<cluster_param> {};
 
 TEST_P(ClusterGemm, MatchesReference) {
   TESSEL_REQUIRE_GPU();
   const auto& [schedule, cluster, shape] = GetParam();
-  const tb::tile_shape tile = schedule == ts::schedule::pingpong ? tb::tile_shape{128, 128, 64}
-                                                                  : tb::tile_shape{128, 256, 64};
+  const tb::tile_shape tile = cluster_tile(schedule);
   check_gemm(tb::gemm_variant::plain, tile, 4, shape, schedule, cluster);
 }
 
@@ -254,8 +258,7 @@ class ClusterGemmBiasRelu : public ::testing::TestWithParam<cluster_param> {};
 TEST_P(ClusterGemmBiasRelu, MatchesReference) {
   TESSEL_REQUIRE_GPU();
   const auto& [schedule, cluster, shape] = GetParam();
-  const tb::tile_shape tile = schedule == ts::schedule::pingpong ? tb::tile_shape{128, 128, 64}
-                                                                  : tb::tile_shape{128, 256, 64};
+  const tb::tile_shape tile = cluster_tile(schedule);
   check_gemm(tb::gemm_variant::bias_relu, tile, 4, shape, schedule, cluster);
 }
 
