@@ -3,6 +3,7 @@
 // RUN: rm -rf %t && tessel-compile %inputs/gemm_128x256.mlir --schedule cooperative --cluster 2x1 --dump-dir %t/c21
 // RUN: FileCheck %s --check-prefixes=CHECK,B --input-file=%t/c21/gemm.ptx
 // RUN: FileCheck %s --check-prefix=LOG --input-file=%t/c21/ptxas.log
+// RUN: FileCheck %s --check-prefix=NOREL --input-file=%t/c21/gemm.ptx
 // RUN: FileCheck %s --check-prefix=SCHED --input-file=%t/c21/02-scheduled.mlir
 // RUN: tessel-compile %inputs/gemm_128x128.mlir --schedule pingpong --cluster 1x2 --dump-dir %t/p12
 // RUN: FileCheck %s --input-file=%t/p12/gemm.ptx
@@ -22,7 +23,10 @@
 // CHECK-DAG: cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [
 // Stages are released in every CTA of the cluster.
 // CHECK-DAG: mapa.shared::cluster.u32
-// CHECK-DAG: mbarrier.arrive.release.cluster.shared::cluster.b64
+// CHECK-DAG: mbarrier.arrive.shared::cluster.b64
+// The remote arrives keep the default .release.cta (.release.cluster costs a
+// MEMBAR.ALL.GPU per arrive).
+// NOREL-NOT: mbarrier.arrive.release.cluster
 // B-DAG: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
 
 // LOG: 0 bytes spill stores, 0 bytes spill loads
