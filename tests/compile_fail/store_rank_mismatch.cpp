@@ -1,4 +1,4 @@
-// expect: store: tile rank must equal the tensor rank
+// expect: store: the tile rank must not exceed the tensor rank
 #include <tessel/tessel.hpp>
 namespace ts = tessel;
 using namespace ts::literals;

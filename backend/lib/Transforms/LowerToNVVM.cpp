@@ -243,8 +243,11 @@ std::pair<Value, Value> KernelBuilder::address(unsigned arg, ArrayRef<Value> off
                                                ArrayRef<Value> coords) {
   RefParams &r = refs[arg];
   Value linear = i64(0), inBounds;
-  for (size_t d = 0; d < coords.size(); ++d) {
-    Value idx = b.create<arith::AddIOp>(loc, offsets[d], coords[d]);
+  // A tile of lower rank than its tensor covers the innermost dimensions; the
+  // leading offsets are single indices (a batch).
+  size_t lead = offsets.size() - coords.size();
+  for (size_t d = 0; d < offsets.size(); ++d) {
+    Value idx = d < lead ? offsets[d] : b.create<arith::AddIOp>(loc, offsets[d], coords[d - lead]);
     Value idx64 = b.create<arith::ExtSIOp>(loc, b.getI64Type(), idx);
     // Unsigned compare: negative indices are out of bounds too.
     Value ok = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, idx64, r.sizes[d]);
@@ -317,7 +320,7 @@ LogicalResult KernelBuilder::storePair(StoreOp store, Value row, Value col, Valu
   Value addr = b.create<LLVM::PtrToIntOp>(loc, b.getI64Type(), p0);
   Value aligned = b.create<arith::CmpIOp>(
       loc, arith::CmpIPredicate::eq, b.create<arith::AndIOp>(loc, addr, i64(2 * bytes - 1)), i64(0));
-  Value unit = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, r.strides[1], i64(1));
+  Value unit = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, r.strides.back(), i64(1));
   Value vec = b.create<arith::AndIOp>(loc, b.create<arith::AndIOp>(loc, ok0, ok1),
                                       b.create<arith::AndIOp>(loc, aligned, unit));
   auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, vec, /*withElse=*/true);

@@ -13,6 +13,14 @@ func.func @offsets(%A: !tessel.ref<2 x f32>, %i: index) {
 
 // -----
 
+func.func @tile_rank(%A: !tessel.ref<2 x f32>, %i: index) {
+  // expected-error @+1 {{tile rank 3 must be between 1 and the tensor rank 2}}
+  %t = tessel.load %A[%i, %i] : !tessel.ref<2 x f32> -> tensor<2x16x16xf32>
+  return
+}
+
+// -----
+
 func.func @store_dtype(%A: !tessel.ref<2 x bf16>, %i: index, %t: tensor<16x16xf32>) {
   // expected-error @+1 {{tile element type 'f32' must equal the tensor element type 'bf16'}}
   tessel.store %t, %A[%i, %i] : tensor<16x16xf32>, !tessel.ref<2 x bf16>

@@ -12,6 +12,9 @@ func.func @all_ops(%A: !tessel.ref<2 x bf16>, %b: !tessel.ref<1 x f32>) attribut
   %K = tessel.dim %A, 1 : !tessel.ref<2 x bf16>
   // CHECK: tessel.load %{{.*}}[%{{.*}}, %{{.*}}] : !tessel.ref<2 x bf16> -> tensor<64x32xbf16>
   %a = tessel.load %A[%p, %K] : !tessel.ref<2 x bf16> -> tensor<64x32xbf16>
+  // A lower-rank tile covers the innermost dimensions (one matrix of a batch).
+  // CHECK: tessel.load %{{.*}}[%{{.*}}, %{{.*}}] : !tessel.ref<2 x bf16> -> tensor<32xbf16>
+  %row1 = tessel.load %A[%p, %K] : !tessel.ref<2 x bf16> -> tensor<32xbf16>
   %l = tessel.load %A[%p, %K] : !tessel.ref<2 x bf16> -> tensor<64x32xbf16>
   // CHECK: tessel.trans %{{.*}} : tensor<64x32xbf16> -> tensor<32x64xbf16>
   %t = tessel.trans %l : tensor<64x32xbf16> -> tensor<32x64xbf16>

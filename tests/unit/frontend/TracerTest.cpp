@@ -70,6 +70,19 @@ struct gemm_bias_relu {
   }
 };
 
+/// One matrix of a batch per program_id(2): rank-3 tensors, rank-2 tiles.
+struct batched_gemm {
+  static constexpr auto BM = 128_c, BN = 128_c, BK = 64_c;
+  void operator()(ts::tensor<ts::bf16, 3> A, ts::tensor<ts::bf16, 3> B,
+                  ts::tensor<ts::bf16, 3> C) const {
+    auto b = ts::program_id(2), m = ts::program_id(0) * BM, n = ts::program_id(1) * BN;
+    auto acc = ts::zeros<ts::f32>(BM, BN);
+    for (auto k : ts::range(0, A.size(2), BK))
+      acc += ts::dot(A.load({b, m, k}, BM, BK), B.load({b, n, k}, BN, BK).T());
+    C.store({b, m, n}, ts::cast<ts::bf16>(acc));
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//
@@ -225,6 +238,28 @@ TEST(Tracer, AccPlusDotIsOneDot) {
 //===----------------------------------------------------------------------===//
 // Elementwise kernels and epilogues
 //===----------------------------------------------------------------------===//
+
+TEST(Tracer, BatchedGemmLoadsMatricesOfRank3Tensors) {
+  auto traced = traceKernel(batched_gemm{});
+  mlir::ModuleOp module = *traced->module;
+  ASSERT_TRUE(mlir::succeeded(mlir::verify(module)));
+  auto loads = collect<tir::LoadOp>(module);
+  ASSERT_EQ(loads.size(), 2u);
+  for (tir::LoadOp load : loads) {
+    EXPECT_EQ(load.getRef().getType().getRank(), 3u);
+    EXPECT_EQ(load.getOffsets().size(), 3u);
+    EXPECT_EQ(mlir::cast<mlir::RankedTensorType>(load.getType()).getRank(), 2);
+    // The batch offset is program_id(2), outside the loop.
+    auto pid = load.getOffsets()[0].getDefiningOp<tir::ProgramIdOp>();
+    ASSERT_TRUE(pid);
+    EXPECT_EQ(pid.getAxis(), 2u);
+  }
+  auto stores = collect<tir::StoreOp>(module);
+  ASSERT_EQ(stores.size(), 1u);
+  EXPECT_EQ(stores.front().getOffsets().size(), 3u);
+  EXPECT_EQ(mlir::cast<mlir::RankedTensorType>(stores.front().getValue().getType()).getShape(),
+            llvm::ArrayRef<int64_t>({128, 128}));
+}
 
 TEST(Tracer, Axpy) {
   auto traced = traceKernel(axpy{});

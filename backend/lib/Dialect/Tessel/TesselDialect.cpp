@@ -71,9 +71,11 @@ static LogicalResult verifyTileAccess(Operation *op, RefType ref, size_t numOffs
   if (numOffsets != ref.getRank())
     return op->emitOpError() << "expects " << ref.getRank()
                              << " offsets (one per tensor dimension), got " << numOffsets;
-  if (tile.getRank() != static_cast<int64_t>(ref.getRank()))
+  // A tile of lower rank covers the tensor's innermost dimensions; the
+  // leading offsets then select one index each (e.g. a batch).
+  if (tile.getRank() < 1 || tile.getRank() > static_cast<int64_t>(ref.getRank()))
     return op->emitOpError() << "tile rank " << tile.getRank()
-                             << " must equal the tensor rank " << ref.getRank();
+                             << " must be between 1 and the tensor rank " << ref.getRank();
   if (tile.getElementType() != ref.getElementType())
     return op->emitOpError() << "tile element type " << tile.getElementType()
                              << " must equal the tensor element type " << ref.getElementType();

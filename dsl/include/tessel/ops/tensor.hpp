@@ -7,8 +7,12 @@
 //     C.store({m, n}, ts::cast<ts::bf16>(acc));
 //
 // Offsets are ts::index values, host integers or compile-time integers, one per dimension;
-// extents are compile-time integers, one per dimension. Out-of-bounds elements read as zero and
-// are not written, so edge tiles need no code.
+// extents are compile-time integers, one per dimension or fewer: a tile of lower rank covers the
+// innermost dimensions, and the leading offsets pick one index each (a batch of matrices):
+//
+//     auto a = X.load({ts::program_id(2), m, k}, BM, BK);   // rank-3 X: tile of matrix pid(2)
+//
+// Out-of-bounds elements read as zero and are not written, so edge tiles need no code.
 #pragma once
 
 #include <cstddef>
@@ -77,7 +81,8 @@ public:
     return load_impl<N, E0, E1, E2>(offsets, loc);
   }
 
-  /// Stores a tile or tile expression (of this tensor's dtype and rank) at `offsets`.
+  /// Stores a tile or tile expression (of this tensor's dtype, rank at most the tensor's) at
+  /// `offsets`.
   template <std::size_t N, class E>
     requires detail::operand<E>
   void store(const offset (&offsets)[N], const E& value,
@@ -87,8 +92,9 @@ public:
     static_assert(V::is_shaped,
                   "store: the value must be a tile or a tile expression (a scalar or a "
                   ".row()/.col() vector has no shape of its own)");
-    static_assert(detail::rank_v<detail::shape_of_node<V>> == Rank,
-                  "store: tile rank must equal the tensor rank");
+    static_assert(detail::rank_v<detail::shape_of_node<V>> <= Rank,
+                  "store: the tile rank must not exceed the tensor rank (a lower-rank tile "
+                  "covers the innermost dimensions: C.store({b, m, n}, tile) writes matrix b)");
     static_assert(std::is_same_v<typename V::dtype_type, T>,
                   "store: tile dtype must equal the tensor dtype; use ts::cast<T>(...)");
     trace::loc l = detail::to_loc(loc);
@@ -108,8 +114,9 @@ private:
   template <std::size_t N, class... E>
   auto load_impl(const offset (&offsets)[N], std::source_location loc) const {
     static_assert(N == Rank, "load: the number of offsets must equal the tensor rank");
-    static_assert(sizeof...(E) == Rank,
-                  "load: the number of tile extents must equal the tensor rank");
+    static_assert(sizeof...(E) <= Rank,
+                  "load: give at most one tile extent per tensor dimension (fewer extents "
+                  "cover the innermost dimensions: A.load({b, m, k}, BM, BK) loads matrix b)");
     detail::check_extents<E...>();
     trace::loc l = detail::to_loc(loc);
     trace::value offs[N];

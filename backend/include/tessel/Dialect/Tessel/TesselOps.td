@@ -60,12 +60,15 @@ def Tessel_LoadOp : Tessel_Op<"load", [MemoryEffects<[MemRead]>]> {
   let summary = "load a tile of a global tensor, zero outside its bounds";
   let description = [{
     Reads the tile whose first element is at `offsets` (one index per tensor
-    dimension). The tile has the static shape of the result type; its rank
-    equals the tensor's. Elements outside the tensor read as zero, so edge
-    tiles need no special code.
+    dimension). The tile has the static shape of the result type. Its rank is
+    the tensor's, or lower: then it covers the innermost dimensions and each
+    leading offset selects a single index (a batch of matrices). Elements
+    outside the tensor read as zero, so edge tiles need no special code.
 
     ```mlir
     %a = tessel.load %A[%m, %k] : !tessel.ref<2 x bf16> -> tensor<128x64xbf16>
+    // Matrix %b of a batch: rows %m.., columns %k..
+    %x = tessel.load %X[%b, %m, %k] : !tessel.ref<3 x bf16> -> tensor<128x64xbf16>
     ```
   }];
   let arguments = (ins Tessel_RefType:$ref, Variadic<Index>:$offsets);
@@ -80,7 +83,9 @@ def Tessel_StoreOp : Tessel_Op<"store", [MemoryEffects<[MemWrite]>]> {
   let summary = "store a tile into a global tensor, dropping what falls outside";
   let description = [{
     Writes `value` with its first element at `offsets`. Elements outside the
-    tensor are not written. The tile's element type must equal the tensor's.
+    tensor are not written. The tile's element type must equal the tensor's;
+    as for `tessel.load`, a tile of lower rank covers the innermost
+    dimensions (`tessel.store %c, %C[%b, %m, %n]` writes matrix %b).
 
     ```mlir
     tessel.store %c, %C[%m, %n] : tensor<128x256xbf16>, !tessel.ref<2 x bf16>
