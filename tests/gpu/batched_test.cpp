@@ -1,0 +1,125 @@
+// batched_test.cpp - batched GEMM through rank-3 tensors and program_id(2), in every schedule.
+//
+// The tile program takes matrix program_id(2) of rank-3 A [batch, M, K], B [batch, N, K] and
+// C [batch, M, N] (lower-rank tiles: A.load({b, m, k}, BM, BK)). Each case: random bf16 inputs in
+// [-1, 1) (never zero), C poisoned with NaN, one launch, every element of every matrix compared
+// with a CPU reference in double. Batch strides are padded (not M*K) so that a kernel that
+// ignored the batch stride, or read matrix 0 for every batch, fails.
+#include <gtest/gtest.h>
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "bench_util.h"
+#include "gpu_test_util.hpp"
+#include "tessel_gemm.hpp"
+
+#include <tessel/tessel.hpp>
+
+namespace ts = tessel;
+namespace tb = tessel_bench;
+
+namespace {
+
+template <int BM_, int BN_, int BK_ = 64>
+struct batched_gemm {
+  static constexpr auto BM = ts::c<BM_>, BN = ts::c<BN_>, BK = ts::c<BK_>;
+  void operator()(ts::tensor<ts::bf16, 3> A, ts::tensor<ts::bf16, 3> B, ts::tensor<ts::bf16, 3> C) const {
+    auto b = ts::program_id(2), m = ts::program_id(0) * BM, n = ts::program_id(1) * BN;
+    auto acc = ts::zeros<ts::f32>(BM, BN);
+    for (auto k : ts::range(0, A.size(2), BK))
+      acc += ts::dot(A.load({b, m, k}, BM, BK), B.load({b, n, k}, BN, BK).T());
+    C.store({b, m, n}, ts::cast<ts::bf16>(acc));
+  }
+};
+
+struct batched_case {
+  ts::schedule schedule;
+  int bk;  ///< 64 (wgmma schedules) or 32 (multistage's 128x128x32 tile)
+  std::int64_t batch, m, n, k;
+};
+
+std::string case_name(const ::testing::TestParamInfo<batched_case>& info) {
+  const batched_case& c = info.param;
+  std::string s = tb::schedule_name(c.schedule);
+  return s + "_bk" + std::to_string(c.bk) + "_" + std::to_string(c.batch) + "x" + std::to_string(c.m) + "x" +
+         std::to_string(c.n) + "x" + std::to_string(c.k);
+}
+
+ts::kernel compile(const batched_case& c) {
+  ts::options o;
+  o.schedule = c.schedule;
+  if (c.bk == 32) return ts::jit(batched_gemm<128, 128, 32>{}, o);
+  return ts::jit(batched_gemm<128, 128, 64>{}, o);
+}
+
+std::vector<float> to_float(const std::vector<std::uint16_t>& v) {
+  std::vector<float> f(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) f[i] = tb::bf16_to_float(v[i]);
+  return f;
+}
+
+class BatchedGemm : public ::testing::TestWithParam<batched_case> {};
+
+TEST_P(BatchedGemm, EveryMatrixMatchesCpu) {
+  TESSEL_REQUIRE_GPU();
+  const batched_case& c = GetParam();
+  ts::kernel k;
+  ASSERT_NO_THROW(k = compile(c));
+
+  // Padded batch strides: one extra row (A, B) or 8 extra elements (C) between matrices.
+  const std::int64_t sA = (c.m + 1) * c.k, sB = (c.n + 1) * c.k, sC = c.m * c.n + 8;
+  const std::size_t nA = std::size_t(c.batch * sA), nB = std::size_t(c.batch * sB), nC = std::size_t(c.batch * sC);
+  tb::device_buffer A(nA * 2), B(nB * 2), C(nC * 2);
+  tb::fill_uniform_bf16(A.get(), nA, 11 + c.m);
+  tb::fill_uniform_bf16(B.get(), nB, 23 + c.n);
+  tb::poison_nan(C.get(), nC * 2);
+
+  const ts::grid grid{unsigned(ts::cdiv(c.m, std::int64_t(128))), unsigned(ts::cdiv(c.n, std::int64_t(128))),
+                      unsigned(c.batch)};
+  ASSERT_NO_THROW(k.launch(nullptr, grid, ts::view<ts::bf16>(A.get(), {c.batch, c.m, c.k}, {sA, c.k, 1}),
+                           ts::view<ts::bf16>(B.get(), {c.batch, c.n, c.k}, {sB, c.k, 1}),
+                           ts::view<ts::bf16>(C.get(), {c.batch, c.m, c.n}, {sC, c.n, 1})));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
+
+  std::vector<float> a = to_float(tb::to_host_bf16(A.get(), nA)), b = to_float(tb::to_host_bf16(B.get(), nB)),
+                     got = to_float(tb::to_host_bf16(C.get(), nC));
+  int bad = 0;
+  for (std::int64_t z = 0; z < c.batch; ++z)
+    for (std::int64_t i = 0; i < c.m; ++i)
+      for (std::int64_t j = 0; j < c.n; ++j) {
+        double want = 0;
+        for (std::int64_t kk = 0; kk < c.k; ++kk)
+          want += double(a[z * sA + i * c.k + kk]) * double(b[z * sB + j * c.k + kk]);
+        float g = got[z * sC + i * c.n + j];
+        double tol = tessel_gpu_test::sample_tol(want, c.k);
+        if (!(std::abs(g - want) <= tol) && bad++ < 8)
+          ADD_FAILURE() << "C[" << z << "][" << i << "][" << j << "] = " << g << ", CPU " << want << " (tol " << tol
+                        << ")";
+      }
+  EXPECT_EQ(bad, 0) << bad << " elements differ from the CPU reference";
+  // The padding between C's matrices is never written: still NaN.
+  for (std::int64_t z = 0; z + 1 < c.batch; ++z)
+    for (std::int64_t p = c.m * c.n; p < sC; ++p) EXPECT_TRUE(std::isnan(got[z * sC + p])) << "batch gap written";
+}
+
+std::vector<batched_case> cases() {
+  std::vector<batched_case> out;
+  const ts::schedule wgmma[] = {ts::schedule::tma, ts::schedule::warp_specialized, ts::schedule::cooperative,
+                                ts::schedule::pingpong};
+  const std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t> shapes[] = {
+      {3, 200, 136, 72}, {2, 128, 128, 64}, {4, 7, 129, 1000}, {1, 129, 1, 7}};
+  for (ts::schedule s : wgmma)
+    for (auto [z, m, n, k] : shapes) out.push_back({s, 64, z, m, n, k});
+  for (auto [z, m, n, k] : shapes) out.push_back({ts::schedule::multistage, 32, z, m, n, k});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Batched, BatchedGemm, ::testing::ValuesIn(cases()), case_name);
+
+}  // namespace
