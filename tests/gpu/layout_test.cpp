@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <ostream>
 #include <memory>
 #include <random>
 #include <string>
@@ -43,6 +44,10 @@
 
 namespace ts = tessel;
 namespace tb = tessel_bench;
+
+namespace tessel {
+void PrintTo(schedule s, std::ostream* os) { *os << tessel_bench::schedule_name(s); }
+}  // namespace tessel
 
 namespace {
 
@@ -77,6 +82,8 @@ struct shape {
   std::int64_t m, n, k;
   std::string str() const { return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k); }
 };
+
+void PrintTo(const shape& s, std::ostream* os) { *os << s.str(); }
 
 /// `layout`: "TN", "NN", "NT" or "TT"; `swizzle`: ts::options::swizzle.
 using layout_param = std::tuple<ts::schedule, std::string, int, shape>;

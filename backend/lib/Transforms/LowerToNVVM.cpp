@@ -624,9 +624,9 @@ LogicalResult KernelBuilder::issueOperand(const OperandLayout &l, GemmOperand op
         loc, dst, b.create<arith::MulIOp>(loc, clusterRank, i32(part * l.rowBytes())));
     mask = b.create<arith::ConstantIntOp>(loc, b.getI16Type(), (1 << clusterSize) - 1);
   }
-  for (int64_t i = 0; i < l.numBoxes(); ++i) {
-    Value x = i ? b.create<arith::AddIOp>(loc, innerOff, i32(i * l.boxInner())) : innerOff;
-    Value d = i ? b.create<arith::AddIOp>(loc, dst, i32(i * l.boxBytes())) : dst;
+  auto copyBox = [&](Value i) {
+    Value x = b.create<arith::AddIOp>(loc, innerOff, b.create<arith::MulIOp>(loc, i, i32(l.boxInner())));
+    Value d = b.create<arith::AddIOp>(loc, dst, b.create<arith::MulIOp>(loc, i, i32(l.boxBytes())));
     if (cs == 1)
       ptx("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
           " [$0], [$1, {$2, $3}], [$4];",
@@ -635,7 +635,19 @@ LogicalResult KernelBuilder::issueOperand(const OperandLayout &l, GemmOperand op
       ptx("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
           ".multicast::cluster [$0], [$1, {$2, $3}], [$4], $5;",
           "r,l,r,r,r,h", {d, t.desc, x, outerOff, full, mask});
+  };
+  // Up to 4 boxes unrolled; more (narrow swizzles) in a loop, which keeps the
+  // producer's code and registers small (unrolled, 32 unswizzled boxes spill
+  // in the clustered schedules).
+  if (l.numBoxes() <= 4) {
+    for (int64_t i = 0; i < l.numBoxes(); ++i)
+      copyBox(i32(i));
+    return success();
   }
+  auto loop = b.create<scf::ForOp>(loc, i32(0), i32(l.numBoxes()), i32(1));
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(loop.getBody());
+  copyBox(loop.getInductionVar());
   return success();
 }
 

@@ -1,6 +1,7 @@
 // Operand layouts and swizzle modes in tessel-lower-to-nvvm: the TMA box
 // parameters ("tma:<arg>:<box inner>x<box outer>:<swizzle>[:c<contiguous dim>]"),
-// one TMA copy per box (twice: the prologue fill and the refill), the wgmma
+// the TMA copies (twice: the prologue fill and the refill; one per box, or a
+// loop over more than 4 boxes), the wgmma
 // descriptors' high bits (LBO, SBO, swizzle mode: the values
 // tests/lit/Inputs/wgmma_layout_model.py checks) and the transpose immediates
 // (layout col for an M-major A, row for an N-major B).
@@ -52,7 +53,7 @@
 // K32: arith.constant -4611685949707845632 : i64
 
 // KNONE: tessel.params = [{{.*}}"tma:0:8x128:0", "tma:1:8x128:0"
-// KNONE-COPIES: {{^}}32{{$}}
+// KNONE-COPIES: {{^}}4{{$}}
 // KNONE: arith.constant 34368126976 : i64
 
 // MN128: tessel.params = [{{.*}}"tma:0:64x64:128:c0", "tma:1:64x64:128"
@@ -66,11 +67,11 @@
 // MN64: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
 
 // MN32: tessel.params = [{{.*}}"tma:0:16x64:32:c0", "tma:1:16x64:32"
-// MN32-COPIES: {{^}}32{{$}}
+// MN32-COPIES: {{^}}4{{$}}
 // MN32: arith.constant -4611685949699522560 : i64
 
 // MNNONE: tessel.params = [{{.*}}"tma:0:8x64:0:c0", "tma:1:8x64:0"
-// MNNONE-COPIES: {{^}}64{{$}}
+// MNNONE-COPIES: {{^}}4{{$}}
 // MNNONE: arith.constant 274878431232 : i64
 
 // AT: tessel.params = [{{.*}}"tma:0:64x64:128", "tma:1:64x64:128:c0"
