@@ -42,6 +42,7 @@ constexpr const char* kUsage = R"(usage: tessel-bench [options]
   --tiles LIST        BMxBN tiles: 128x256,128x128,256x128,128x64                 (default 128x256,128x128)
   --stages LIST       pipeline depths, 0 = tessel's choice                        (default 4)
   --clusters LIST     CTA clusters 1x1,2x1,1x2 (cooperative and pingpong only)    (default 1x1)
+  --swizzle S         operand swizzle for every configuration: auto,none,32,64,128 (default auto)
   --json FILE         also write every result (all samples) as JSON
   --iters N           launches per timed batch (raised so that a batch lasts >= 1 ms)   (default 20)
   --repeats R         timed batches per kernel (at least; raised until each kernel
@@ -159,7 +160,7 @@ void print_row(const row& r) {
 int main(int argc, char** argv) {
   try {
     tb::cli args(argc, argv,
-                 {"shapes", "schedules", "tiles", "stages", "clusters", "json", "iters", "repeats", "warmup-ms", "cooldown-ms",
+                 {"shapes", "schedules", "tiles", "stages", "clusters", "swizzle", "json", "iters", "repeats", "warmup-ms", "cooldown-ms",
                   "cublas-algos", "dump-dir", "seed"},
                  {"no-check", "help"});
     if (args.flag("help")) {
@@ -187,6 +188,7 @@ int main(int argc, char** argv) {
     std::vector<std::array<int, 2>> clusters;
     for (const auto& c : tb::cli::split(args.str("clusters", "1x1"))) clusters.push_back(tb::parse_cluster(c));
     if (clusters.empty()) throw tb::usage_error("empty --clusters list");
+    const int swizzle = tb::parse_swizzle(args.str("swizzle", "auto"));
 
     std::vector<config> configs;
     for (auto s : schedules)
@@ -203,7 +205,7 @@ int main(int argc, char** argv) {
     bool any_error = false;
     for (const auto& c : configs) {
       compiled& k = kernels[c.name()];
-      ts::options o{.schedule = c.schedule, .stages = c.stages, .cluster = c.cluster,
+      ts::options o{.schedule = c.schedule, .stages = c.stages, .cluster = c.cluster, .swizzle = swizzle,
                     .dump_dir = dump_dir.empty() ? std::string() : dump_dir + "/" + c.name()};
       auto t0 = std::chrono::steady_clock::now();
       try {

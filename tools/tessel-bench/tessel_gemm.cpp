@@ -95,6 +95,21 @@ std::array<int, 2> parse_cluster(std::string_view s) {
 
 std::string cluster_str(const std::array<int, 2>& c) { return std::to_string(c[0]) + "x" + std::to_string(c[1]); }
 
+int parse_swizzle(std::string_view s) {
+  if (s == "auto") return 0;
+  if (s == "none") return tessel::swizzle_none;
+  if (s == "32") return 32;
+  if (s == "64") return 64;
+  if (s == "128") return 128;
+  throw usage_error("swizzle '" + std::string(s) + "': expected auto, none, 32, 64 or 128");
+}
+
+std::string swizzle_str(int swizzle) {
+  if (swizzle == 0) return "auto";
+  if (swizzle == tessel::swizzle_none) return "none";
+  return std::to_string(swizzle);
+}
+
 std::string gemm_shape::str() const { return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k); }
 
 gemm_shape parse_shape(std::string_view s) {

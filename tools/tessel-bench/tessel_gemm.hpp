@@ -38,6 +38,11 @@ const std::vector<tile_shape>& supported_tiles();
 std::array<int, 2> parse_cluster(std::string_view s);
 std::string cluster_str(const std::array<int, 2>& c);
 
+/// "auto", "none", "32", "64" or "128": the operands' shared-memory swizzle
+/// (tessel::options::swizzle: 0, tessel::swizzle_none, 32, 64, 128).
+int parse_swizzle(std::string_view s);
+std::string swizzle_str(int swizzle);
+
 struct gemm_shape {
   std::int64_t m = 0, n = 0, k = 0;
   std::string str() const;  ///< "MxNxK"

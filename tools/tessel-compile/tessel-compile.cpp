@@ -5,6 +5,7 @@
 // stage (*.mlir, *.ll, *.ptx, *.cubin, ptxas.log) to a directory:
 //
 //   tessel-compile kernel.mlir --dump-dir out [--schedule tma] [--stages 4] [--cluster 2x1]
+//                  [--swizzle auto|none|32|64|128]
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,6 +31,9 @@ static cl::opt<std::string> scheduleOpt(
 static cl::opt<std::string> clusterOpt("cluster", cl::desc("CTA cluster: 1x1, 2x1 or 1x2"),
                                        cl::init("1x1"));
 static cl::opt<int> stagesOpt("stages", cl::desc("ring depth (0: auto)"), cl::init(0));
+static cl::opt<std::string> swizzleOpt(
+    "swizzle", cl::desc("shared-memory swizzle of the GEMM operands: auto | none | 32 | 64 | 128"),
+    cl::init("auto"));
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
@@ -57,6 +61,17 @@ int main(int argc, char **argv) {
     return 2;
   }
   o.stages = stagesOpt;
+  if (swizzleOpt == "auto")
+    o.swizzle = 0;
+  else if (swizzleOpt == "none")
+    o.swizzle = tessel::swizzle_none;
+  else if (swizzleOpt == "32" || swizzleOpt == "64" || swizzleOpt == "128")
+    o.swizzle = std::stoi(swizzleOpt);
+  else {
+    std::cerr << "tessel-compile: --swizzle '" << swizzleOpt
+              << "' is not one of auto, none, 32, 64, 128\n";
+    return 2;
+  }
   {
     unsigned cx = 0, cy = 0;
     char x = 0;

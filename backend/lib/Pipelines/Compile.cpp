@@ -53,8 +53,8 @@ private:
   ScopedDiagnosticHandler handler;
 };
 
-/// "ptr:0", "size:0:1", "stride:2:0", "tma:1:64x256:128", "tmastore:2:64x64:128",
-/// "tmaok:2", "grid:0" -> ParamSpec.
+/// "ptr:0", "size:0:1", "stride:2:0", "tma:1:64x256:128", "tma:1:32x64:64:c0",
+/// "tmastore:2:64x64:128", "tmaok:2", "grid:0" -> ParamSpec.
 ::tessel::ParamSpec parseParam(StringRef s) {
   SmallVector<StringRef> parts;
   s.split(parts, ':');
@@ -82,6 +82,8 @@ private:
     auto [inner, outer] = parts[2].split('x');
     p.box = {static_cast<uint32_t>(num(inner)), static_cast<uint32_t>(num(outer)), 1};
     p.swizzleBytes = num(parts[3]);
+    if (parts.size() > 4 && parts[4].consume_front("c"))
+      p.contiguousDim = num(parts[4]);
   }
   return p;
 }
@@ -126,6 +128,7 @@ private:
   po.schedule = scheduleName(o.schedule);
   po.stages = o.stages;
   po.cluster = std::to_string(o.cluster[0]) + "x" + std::to_string(o.cluster[1]);
+  po.swizzle = o.swizzle;
   po.boundedWaits = o.debug || ::tessel::runtime::knobs().debug;
   auto runStep = [&](const char *stage, const char *what, auto build) {
     PassManager pm(ctx);

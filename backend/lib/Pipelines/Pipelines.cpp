@@ -41,6 +41,7 @@ void ::tessel::buildSchedulePipeline(OpPassManager &pm, const PipelineOptions &o
   so.scheduleName = o.schedule;
   so.stages = o.stages;
   so.cluster = o.cluster;
+  so.swizzle = o.swizzle;
   pm.addPass(mlir::tessel::createTesselSelectSchedule(so));
 }
 
@@ -74,6 +75,9 @@ struct TesselPipelineCLOptions : public PassPipelineOptions<TesselPipelineCLOpti
   PassOptions::Option<std::string> cluster{*this, "cluster",
                                            llvm::cl::desc("CTA cluster: 1x1, 2x1 or 1x2"),
                                            llvm::cl::init("1x1")};
+  PassOptions::Option<int64_t> swizzle{
+      *this, "swizzle", llvm::cl::desc("operand swizzle: 0 auto, 128, 64, 32, -1 none"),
+      llvm::cl::init(0)};
   PassOptions::Option<bool> boundedWaits{*this, "bounded-waits",
                                          llvm::cl::desc("mbarrier waits time out and report"),
                                          llvm::cl::init(false)};
@@ -94,6 +98,7 @@ void ::tessel::registerAllPasses() {
         o.schedule = cl.schedule;
         o.stages = cl.stages;
         o.cluster = cl.cluster;
+        o.swizzle = cl.swizzle;
         o.boundedWaits = cl.boundedWaits;
         buildTesselPipeline(pm, o);
       });

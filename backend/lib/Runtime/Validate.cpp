@@ -90,18 +90,51 @@ bool hasStrideParam(const CompiledKernel& k, int arg, int dim) {
   return false;
 }
 
-/// The byte stride TMA is given for outer dimension `d` of `a`. A dimension
-/// of size 1 is never stepped along, so its stride is free; the user's value
-/// (PyTorch puts anything there) is replaced by the smallest legal one that
-/// cannot overlap the inner dimensions.
-std::uint64_t tmaStrideBytes(const tensor_arg& a, int d) {
+/// The tensor map's dimension order for a rank-`rank` tensor whose dimension
+/// `contiguous` (-1: the last) has unit stride: order[j] is the tensor
+/// dimension of tensor-map dimension j (innermost first). The unit-stride
+/// dimension comes first, the others follow from the last to the first:
+///
+///   rank 2, contiguous 1 (row-major):      {1, 0}
+///   rank 2, contiguous 0 (column-major):   {0, 1}
+///   rank 3, contiguous 1:                  {1, 2, 0}
+std::array<int, 3> tmaDimOrder(int rank, int contiguous) {
+  if (contiguous < 0)
+    contiguous = rank - 1;
+  std::array<int, 3> order{0, 0, 0};
+  int j = 0;
+  order[j++] = contiguous;
+  for (int d = rank - 1; d >= 0; --d)
+    if (d != contiguous)
+      order[j++] = d;
+  return order;
+}
+
+/// The unit-stride dimension of argument `arg` as the kernel's TMA loads
+/// expect it (their ParamSpec::contiguousDim), or the last dimension.
+int tmaContiguousDim(const CompiledKernel& k, int arg, int rank) {
+  for (const ParamSpec& p : k.params)
+    if (p.kind == ParamSpec::Kind::TmaDescriptor && !p.store && p.arg == arg && p.contiguousDim >= 0)
+      return p.contiguousDim;
+  return rank - 1;
+}
+
+/// The byte stride TMA is given for tensor-map dimension j >= 1 (tensor
+/// dimension order[j]) of `a`. A dimension of size 1 is never stepped along,
+/// so its stride is free; the user's value (PyTorch puts anything there) is
+/// replaced by the smallest legal one that cannot overlap the dimensions
+/// inside it (order[0..j-1]).
+std::uint64_t tmaStrideBytes(const tensor_arg& a, const std::array<int, 3>& order, int j) {
   const std::int64_t elem = static_cast<std::int64_t>(elementSize(a.type));
+  const int d = order[j];
   if (a.sizes[d] != 1)
     return static_cast<std::uint64_t>(a.strides[d] * elem);
   std::int64_t span = elem;
-  for (int e = d + 1; e < a.rank; ++e)
+  for (int i = 0; i < j; ++i) {
+    int e = order[i];
     if (a.sizes[e] > 1)
       span += (a.sizes[e] - 1) * a.strides[e] * elem;
+  }
   return static_cast<std::uint64_t>((span + 15) / 16 * 16);
 }
 
@@ -188,6 +221,9 @@ void validateCompiledKernel(const CompiledKernel& k) {
     if (p.swizzleBytes != 0 && innerBytes > static_cast<std::uint64_t>(p.swizzleBytes))
       fail(where + ": inner box extent of " + std::to_string(innerBytes) + " bytes exceeds the " +
            std::to_string(p.swizzleBytes) + "-byte swizzle span");
+    if (p.contiguousDim < -1 || p.contiguousDim >= a.rank)
+      fail(where + ": contiguous dimension " + std::to_string(p.contiguousDim) +
+           " is not a dimension of a rank-" + std::to_string(a.rank) + " tensor");
   }
 }
 
@@ -234,11 +270,21 @@ void validateArgs(const CompiledKernel& k, std::span<const tensor_arg> args, gri
       if (a.sizes[d] != 1 && a.strides[d] < 1)
         fail("stride of " + dimName(d) + " is " + std::to_string(a.strides[d]) +
              "; strides must be >= 1 (only dimensions of size 1 may have any stride)");
+    // The unit-stride dimension: the innermost one, or the one the kernel's
+    // TMA loads were compiled for (an MN-major GEMM operand, e.g. dimension 0
+    // of a column-major M x K A).
+    const int contiguous = tma ? tmaContiguousDim(k, static_cast<int>(i), rank) : inner;
     const bool unitInner = tma || !hasStrideParam(k, static_cast<int>(i), inner);
-    if (unitInner && a.sizes[inner] != 1 && a.strides[inner] != 1)
+    if (unitInner && a.sizes[contiguous] != 1 && a.strides[contiguous] != 1) {
+      if (contiguous != inner)
+        fail("stride of " + dimName(contiguous) + " must be 1, got " +
+             std::to_string(a.strides[contiguous]) + ": the kernel was compiled for TMA loads of this "
+             "argument with " + dimName(contiguous) + " contiguous (tessel.contiguous_dim = " +
+             std::to_string(contiguous) + ")");
       fail("innermost stride (" + dimName(inner) + ") must be 1, got " + std::to_string(a.strides[inner]) +
            (tma ? ": the innermost dimension must be contiguous for TMA"
                 : ": the kernel assumes a contiguous innermost dimension"));
+    }
     if (!empty && a.data == nullptr)
       fail("data pointer is null");
     if (a.data && reinterpret_cast<std::uintptr_t>(a.data) % elem != 0)
@@ -267,8 +313,8 @@ void validateArgs(const CompiledKernel& k, std::span<const tensor_arg> args, gri
     if (a.data && reinterpret_cast<std::uintptr_t>(a.data) % 16 != 0)
       fail("data address " + hexAddress(a.data) +
            " is not 16-byte aligned (TMA requires a 16-byte aligned base address)");
-    for (int d = 0; d < inner; ++d) {
-      if (a.sizes[d] == 1)
+    for (int d = 0; d < rank; ++d) {
+      if (d == contiguous || a.sizes[d] == 1)
         continue;  // never stepped along; planParams substitutes a legal stride
       std::int64_t bytes = a.strides[d] * elem;
       if (bytes % 16 != 0)
@@ -331,14 +377,16 @@ std::vector<ParamValue> planParams(const CompiledKernel& k, std::span<const tens
       e.globalAddress = a.data;
       e.swizzleBytes = p.swizzleBytes;
       e.zeroed = p.store && !tmaUsable(a);
-      // tensor_arg is outermost first; the tensor map is innermost first.
+      // tensor_arg is outermost first; the tensor map is innermost first,
+      // starting with the unit-stride dimension (tmaDimOrder).
+      const std::array<int, 3> order = tmaDimOrder(a.rank, p.contiguousDim);
       for (int j = 0; j < a.rank; ++j) {
-        e.globalDim[j] = static_cast<std::uint64_t>(a.sizes[a.rank - 1 - j]);
+        e.globalDim[j] = static_cast<std::uint64_t>(a.sizes[order[j]]);
         e.boxDim[j] = p.box[j];
         e.elementStrides[j] = 1;
       }
       for (int j = 1; j < a.rank; ++j)
-        e.globalStrides[j - 1] = tmaStrideBytes(a, a.rank - 1 - j);
+        e.globalStrides[j - 1] = tmaStrideBytes(a, order, j);
       break;
     }
     }

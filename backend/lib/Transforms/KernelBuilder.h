@@ -12,6 +12,7 @@
 #define TESSEL_LIB_TRANSFORMS_KERNELBUILDER_H
 
 #include "tessel/Transforms/GemmMatch.h"
+#include "tessel/Transforms/OperandLayout.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -47,6 +48,10 @@ private:
     Value desc;                     ///< !llvm.ptr to the byval CUtensorMap
     StoreOp store = {};             ///< TMA-store descriptors: the store they serve
     Value usable = {};              ///< TMA-store descriptors: i1, the argument meets TMA's rules
+    int64_t swizzle = 128;          ///< bytes, 0 = none
+    /// The argument's unit-stride dimension (the descriptor's innermost);
+    /// -1: the last one.
+    int64_t contiguousDim = -1;
   };
 
   // ---- helpers ----------------------------------------------------------
@@ -155,6 +160,10 @@ private:
   LogicalResult emitStores(function_ref<LogicalResult(StoreOp)> perStore);
   /// TMA loads of tile `j` into stage `s` (both i32), then expect_tx.
   LogicalResult issueStage(Value j, Value s);
+  /// The TMA boxes of one operand tile (layout `l`) at k offset `kv` into the
+  /// shared tile at `dst`; `cs` > 1: this CTA's 1/cs of it, multicast.
+  LogicalResult issueOperand(const OperandLayout &l, GemmOperand op, TmaParam &t, Value kv,
+                             Value dst, Value full, int64_t cs);
 
   func::FuncOp fn;
   std::optional<GemmMatch> gemm;
@@ -179,6 +188,8 @@ private:
   int64_t BM = 0, BN = 0, BK = 0, eltBytes = 2;
   Type elt;
   int64_t aBytes = 0, bBytes = 0, stages = 0;
+  /// Shared-memory layouts of the A and B tiles (TMA-fed schedules).
+  OperandLayout aLayout, bLayout;
   /// Persistent schedules: the user's grid (i32 x 3) and the program ids of
   /// the tile being computed (empty: program ids are %ctaid).
   SmallVector<Value, 3> gridParams;

@@ -13,9 +13,11 @@
 //
 //   smem:  A[stages][BM x BK] | B[stages][BN x BK] | full[stages] | empty[stages]
 //          (one dynamic base, 1024-aligned: every tile is a multiple of 1 KiB so
-//           each stays aligned for the 128B swizzle)
+//           each stays aligned for the 128B swizzle). Each tile is laid out by
+//           OperandLayout.h: K-major or MN-major (wgmma imm-trans 1), cut into
+//           TMA boxes one swizzle row (128/64/32 B, or 16 B unswizzled) wide.
 //   thread 0:  init full[s] (count 1), empty[s] (count W); fence; bar.sync
-//   thread 0:  fill stages 0..min(stages, nk)-1 (expect_tx + 2 TMA loads)
+//   thread 0:  fill stages 0..min(stages, nk)-1 (expect_tx + the TMA boxes of A, B)
 //   loop j in [0, nk):                        s = j % stages, ph = (j / stages) & 1
 //     all:      wait full[s] @ ph
 //     all:      wgmma.fence; BK/16 x wgmma m64nBNk16 (warpgroup w: rows 64w..64w+63)
@@ -432,20 +434,38 @@ LogicalResult KernelBuilder::buildSignature() {
     clusterX = cx;
     clusterY = cy;
     clusterSize = cx * cy;
-    tma.push_back({gemm->a.argIndex, {tile[2], tile[0] / cy}, {}});
-    tma.push_back({gemm->b.argIndex, {tile[2], tile[1] / cx}, {}});
+    // Operand tiles: boxes of one swizzle row along the contiguous dimension
+    // (OperandLayout.h); a cluster splits the other one.
+    auto la = getOperandLayout(fn, *gemm, /*isB=*/false, sched.getSwizzle());
+    auto lb = getOperandLayout(fn, *gemm, /*isB=*/true, sched.getSwizzle());
+    if (failed(la) || failed(lb))
+      return failure();
+    aLayout = *la;
+    bLayout = *lb;
+    for (auto [l, cs] : {std::pair(&aLayout, cy), std::pair(&bLayout, cx)}) {
+      TmaParam t{l->argIndex, {l->boxInner(), l->outer / cs}, {}};
+      t.swizzle = l->swizzle;
+      int64_t rank = cast<RefType>(fn.getArgumentTypes()[l->argIndex]).getRank();
+      if (l->contiguousDim != rank - 1)
+        t.contiguousDim = l->contiguousDim;
+      tma.push_back(t);
+    }
     // Staged outputs: one 64-row x 128-byte box, 128B swizzle.
     for (StoreOp store : stagedStores()) {
       unsigned arg = cast<BlockArgument>(store.getRef()).getArgNumber();
       int64_t bytes = store.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8;
       tma.push_back({arg, {128 / bytes, 64}, {}, store});
     }
+    // "tma:<arg>:<box inner>x<box outer>:<swizzle bytes>[:c<contiguous dim>]";
+    // the suffix only when the tensor's unit-stride dimension is not its last.
     for (TmaParam &t : tma) {
       types.push_back(LLVM::LLVMPointerType::get(ctx));
-      params.push_back(b.getStringAttr((t.store ? "tmastore:" : "tma:") + std::to_string(t.arg) +
-                                       ":" + std::to_string(t.box[0]) + "x" +
-                                       std::to_string(t.box[1]) + ":" +
-                                       std::to_string(t.store ? 128 : sched.getSwizzle())));
+      std::string text = (t.store ? "tmastore:" : "tma:") + std::to_string(t.arg) + ":" +
+                         std::to_string(t.box[0]) + "x" + std::to_string(t.box[1]) + ":" +
+                         std::to_string(t.store ? 128 : t.swizzle);
+      if (t.contiguousDim >= 0)
+        text += ":c" + std::to_string(t.contiguousDim);
+      params.push_back(b.getStringAttr(text));
     }
     for (TmaParam &t : tma)
       if (t.store) {
@@ -567,54 +587,88 @@ LogicalResult KernelBuilder::issueStage(Value j, Value s) {
                                                 b.create<arith::MulIOp>(loc, s, i32(8))));
   ptx("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r",
       {full, i32(aBytes + bBytes)});
-  auto issue = [&](GemmOperand op, TmaParam &t, Value dst, bool shared) -> LogicalResult {
-    auto offOrFail = offsetScalars(op.load.getOffsets(), kv);
-    if (failed(offOrFail))
-      return failure();
-    SmallVector<Value> off = std::move(*offOrFail);
-    if (!shared || clusterSize == 1) {
-      // TMA coordinates are innermost first.
-      ptx("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-          " [$0], [$1, {$2, $3}], [$4];",
-          "r,l,r,r,r", {dst, t.desc, off[1], off[0], full});
-      return success();
-    }
-    // Rule C2: rank r loads rows [r * rows, (r + 1) * rows) of the shared tile
-    // into the same offset of every CTA of the cluster; each CTA's full
-    // barrier expects the whole stage and counts the peers' bytes too.
-    int64_t rows = t.box[1];
-    Value row = b.create<arith::AddIOp>(loc, off[0], b.create<arith::MulIOp>(loc, clusterRank, i32(rows)));
-    Value part = b.create<arith::AddIOp>(
-        loc, dst, b.create<arith::MulIOp>(loc, clusterRank, i32(rows * BK * eltBytes)));
-    Value mask = b.create<arith::ConstantIntOp>(loc, b.getI16Type(), (1 << clusterSize) - 1);
-    ptx("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-        ".multicast::cluster [$0], [$1, {$2, $3}], [$4], $5;",
-        "r,l,r,r,r,h", {part, t.desc, off[1], row, full, mask});
-    return success();
-  };
   Value aDst = smemAddr(b.create<arith::MulIOp>(loc, s, i32(aBytes)));
   Value bDst = smemAddr(b.create<arith::AddIOp>(
       loc, i32(stages * aBytes), b.create<arith::MulIOp>(loc, s, i32(bBytes))));
-  if (failed(issue(gemm->a, tma[0], aDst, clusterY > 1)) ||
-      failed(issue(gemm->b, tma[1], bDst, clusterX > 1)))
+  if (failed(issueOperand(aLayout, gemm->a, tma[0], kv, aDst, full, clusterY)) ||
+      failed(issueOperand(bLayout, gemm->b, tma[1], kv, bDst, full, clusterX)))
     return failure();
   return success();
 }
 
-/// wgmma shared-memory descriptor of a K-major, 128B-swizzled tile at `addr`
-/// (a shared-window byte address, 1024-aligned up to the k-step offset):
+// One operand tile of `inner` x `outer` elements (OperandLayout.h), e.g. an
+// MN-major A tile, BM = 128, BK = 64, 64B swizzle (32 elements per row):
+//
+//   tensor (unit stride along m)         shared memory, 4 boxes of 64 x 64 B
+//        m 0..31 32..63 64..95 96..127     box 0 | box 1 | box 2 | box 3
+//   k 0  [ b0  |  b1  |  b2  |  b3  ]      each: 64 rows (k) of 32 m, 4 KiB,
+//   ..   [     |      |      |      ]      swizzled by TMA in 512 B patterns
+//   k 63 [     |      |      |      ]
+//
+// Box i is TMA box {rowBytes / eltBytes, outer} at tensor coordinates
+// (inner offset + i * boxInner, outer offset), innermost first, into
+// dst + i * boxBytes. In a cluster of cs CTAs (rule C2), rank r loads outer
+// rows [r * outer / cs, (r + 1) * outer / cs) of every box into the same
+// offset of every CTA; each CTA's full barrier expects the whole stage.
+LogicalResult KernelBuilder::issueOperand(const OperandLayout &l, GemmOperand op, TmaParam &t,
+                                          Value kv, Value dst, Value full, int64_t cs) {
+  auto offOrFail = offsetScalars(op.load.getOffsets(), kv);
+  if (failed(offOrFail))
+    return failure();
+  SmallVector<Value> off = std::move(*offOrFail);
+  Value innerOff = off[l.contiguousDim];
+  Value outerOff = off[1 - l.contiguousDim];
+  int64_t part = t.box[1];
+  Value mask;
+  if (cs > 1) {
+    outerOff = b.create<arith::AddIOp>(loc, outerOff,
+                                       b.create<arith::MulIOp>(loc, clusterRank, i32(part)));
+    dst = b.create<arith::AddIOp>(
+        loc, dst, b.create<arith::MulIOp>(loc, clusterRank, i32(part * l.rowBytes())));
+    mask = b.create<arith::ConstantIntOp>(loc, b.getI16Type(), (1 << clusterSize) - 1);
+  }
+  auto copyBox = [&](Value i) {
+    Value x = b.create<arith::AddIOp>(loc, innerOff, b.create<arith::MulIOp>(loc, i, i32(l.boxInner())));
+    Value d = b.create<arith::AddIOp>(loc, dst, b.create<arith::MulIOp>(loc, i, i32(l.boxBytes())));
+    if (cs == 1)
+      ptx("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+          " [$0], [$1, {$2, $3}], [$4];",
+          "r,l,r,r,r", {d, t.desc, x, outerOff, full});
+    else
+      ptx("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+          ".multicast::cluster [$0], [$1, {$2, $3}], [$4], $5;",
+          "r,l,r,r,r,h", {d, t.desc, x, outerOff, full, mask});
+  };
+  // Up to 4 boxes unrolled; more (narrow swizzles) in a loop, which keeps the
+  // producer's code and registers small (unrolled, 32 unswizzled boxes spill
+  // in the clustered schedules).
+  if (l.numBoxes() <= 4) {
+    for (int64_t i = 0; i < l.numBoxes(); ++i)
+      copyBox(i32(i));
+    return success();
+  }
+  auto loop = b.create<scf::ForOp>(loc, i32(0), i32(l.numBoxes()), i32(1));
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(loop.getBody());
+  copyBox(loop.getInductionVar());
+  return success();
+}
+
+/// wgmma shared-memory descriptor (PTX ISA "Matrix Descriptor Format") of the
+/// operand at shared-window byte address `addr`, with the layout's fields:
 ///   bits [0,14)  start address >> 4
-///   bits [16,30) leading byte offset >> 4 (unused for swizzled K-major: 1)
-///   bits [32,46) stride byte offset >> 4 (8 rows x 128 B = 1024 B)
-///   bits [62,64) layout: 1 = 128B swizzle
-static Value wgmmaDescriptor(OpBuilder &b, Location loc, Value addr) {
-  constexpr uint64_t kHigh = (1ull << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
+///   bits [16,30) leading byte offset >> 4
+///   bits [32,46) stride byte offset >> 4
+///   bits [49,52) base offset: 0 (every swizzle pattern starts aligned)
+///   bits [62,64) swizzle: 1 = 128B, 2 = 64B, 3 = 32B, 0 = none
+/// (OperandLayout::descriptorHighBits gives bits 16..63.)
+static Value wgmmaDescriptor(OpBuilder &b, Location loc, Value addr, uint64_t high) {
   Value start = b.create<arith::AndIOp>(
       loc, b.create<arith::ShRUIOp>(loc, addr, b.create<arith::ConstantIntOp>(loc, b.getI32Type(), 4)),
       b.create<arith::ConstantIntOp>(loc, b.getI32Type(), 0x3FFF));
   Value start64 = b.create<arith::ExtUIOp>(loc, b.getI64Type(), start);
   return b.create<arith::OrIOp>(loc, start64,
-                                b.create<arith::ConstantIntOp>(loc, b.getI64Type(), (int64_t)kHigh));
+                                b.create<arith::ConstantIntOp>(loc, b.getI64Type(), (int64_t)high));
 }
 
 LogicalResult KernelBuilder::setupGemm() {
@@ -725,15 +779,26 @@ SmallVector<Value> KernelBuilder::wgmmaStage(ArrayRef<Value> accs, Value s, Valu
   auto wgmmaType = elt.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
   SmallVector<Value> out(accs);
   b.create<NVVM::WgmmaFenceAlignedOp>(loc);
+  // wgmma's transpose immediates: imm-trans-a = 1 for an M-major A (layout
+  // col), imm-trans-b = 1 for an N-major B (layout row).
+  auto layoutA = aLayout.mnMajor ? NVVM::MMALayout::col : NVVM::MMALayout::row;
+  auto layoutB = bLayout.mnMajor ? NVVM::MMALayout::row : NVVM::MMALayout::col;
   for (auto [i, acc] : llvm::enumerate(out)) {
+    // The 64-row block of A: offset(64, 0) bytes per block in either layout
+    // (64 K-major rows, or 64 * eltBytes / rowBytes MN-major boxes).
     Value aBase = smemAddr(b.create<arith::AddIOp>(
         loc, b.create<arith::MulIOp>(loc, s, i32(aBytes)),
         b.create<arith::MulIOp>(loc, b.create<arith::AddIOp>(loc, rowBlock, i32(i)),
-                                i32(64 * BK * eltBytes))));
+                                i32(aLayout.offset(64, 0)))));
     for (int64_t kk = 0; kk < BK / 16; ++kk) {
-      // A k16 step inside the 128B swizzle atom advances the start address by 32 B.
-      Value da = wgmmaDescriptor(b, loc, b.create<arith::AddIOp>(loc, aBase, i32(kk * 16 * eltBytes)));
-      Value db = wgmmaDescriptor(b, loc, b.create<arith::AddIOp>(loc, bBase, i32(kk * 16 * eltBytes)));
+      // A k16 step: +32 B inside a K-major swizzle row, the next box of a
+      // narrower K-major row, or 16 rows further in an MN-major box.
+      Value da = wgmmaDescriptor(
+          b, loc, b.create<arith::AddIOp>(loc, aBase, i32(aLayout.offset(0, kk * 16))),
+          aLayout.descriptorHighBits());
+      Value db = wgmmaDescriptor(
+          b, loc, b.create<arith::AddIOp>(loc, bBase, i32(bLayout.offset(0, kk * 16))),
+          bLayout.descriptorHighBits());
       acc = b.create<NVVM::WgmmaMmaAsyncOp>(
           loc, acc.getType(), acc, da, db, NVVM::MMAShapeAttr::get(ctx, 64, BN, 16),
           NVVM::WGMMATypesAttr::get(ctx, wgmmaType), NVVM::WGMMATypesAttr::get(ctx, wgmmaType),
@@ -741,8 +806,8 @@ SmallVector<Value> KernelBuilder::wgmmaStage(ArrayRef<Value> accs, Value s, Valu
           NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one),
           NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
           NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
-          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
-          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col), NVVM::MMAIntOverflowAttr{});
+          NVVM::MMALayoutAttr::get(ctx, layoutA), NVVM::MMALayoutAttr::get(ctx, layoutB),
+          NVVM::MMAIntOverflowAttr{});
     }
   }
   b.create<NVVM::WgmmaGroupSyncAlignedOp>(loc);

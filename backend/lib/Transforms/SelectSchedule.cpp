@@ -10,10 +10,16 @@
 //                      swizzle = 128>}
 //
 // The rules checked here are those of the `tma` schedule's building blocks:
-//   1. A is BM x BK and K-contiguous, B is loaded BN x BK (K-contiguous) and
-//      transposed for the dot: both are "K-major" wgmma operands.
-//   2. BK * sizeof(T) == 128: one 128B swizzle atom per row (other swizzle
-//      modes and MN-major operands come with the multistage/layout work).
+//   1. Each operand is loaded from a 2-d tensor, in either orientation
+//      (A.load({m, k}, BM, BK) or A.load({k, m}, BK, BM).T(); B likewise),
+//      and is K-major or MN-major depending on which dimension of the tensor
+//      has unit stride (`tessel.contiguous_dim`, OperandLayout.h). MN-major
+//      operands need f16/bf16 (rule L2 of OperandLayout.cpp).
+//   2. BK * sizeof(T) == 128. The swizzle (option `swizzle`: 0 automatic,
+//      128, 64, 32, -1 none) is one mode for both operands; automatic picks
+//      the widest one dividing both tiles' contiguous extents, an explicit
+//      one must divide them (rule L3); narrower ones load a tile as several
+//      TMA boxes.
 //   3. BM is a multiple of 64 (one m64 wgmma row block per warpgroup, at most
 //      4 warpgroups); BN is a multiple of 8 and at most 256 (wgmma N).
 //   4. The ring fits in 227 KiB of shared memory (beside the staging buffers
@@ -35,6 +41,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Transforms/GemmMatch.h"
+#include "tessel/Transforms/OperandLayout.h"
 #include "tessel/Transforms/Passes.h"
 
 namespace mlir::tessel {
@@ -79,10 +86,6 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
 
     Type elt = cast<RankedTensorType>(m.dot.getA().getType()).getElementType();
     int64_t eltBytes = elt.getIntOrFloatBitWidth() / 8;
-    if (m.a.transposed || !m.b.transposed)
-      return m.dot.emitError()
-             << "schedule '" << stringifyScheduleKind(kind) << "' needs K-contiguous operands: dot(A.load({m, k}, BM, BK), "
-                "B.load({n, k}, BN, BK).T())";
     if (m.a.load.getRef().getType().getRank() != 2 || m.b.load.getRef().getType().getRank() != 2)
       return m.dot.emitError() << "schedule '" << stringifyScheduleKind(kind)
                                << "' loads operands from 2-d tensors";
@@ -91,6 +94,10 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
                                << "' needs BK * sizeof(element) == 128 bytes "
                                   "(BK = "
                                << 128 / eltBytes << " for " << elt << "), got BK = " << m.tileK;
+    // Rules 1 and 2 (operand layouts and the swizzle).
+    auto swizzleBytes = selectSwizzle(fn, m, swizzle);
+    if (failed(swizzleBytes))
+      return failure();
     if (m.tileM % 64 != 0 || m.tileM > 256)
       return m.dot.emitError() << "BM must be 64, 128, 192 or 256, got " << m.tileM;
     // Pingpong: each of the two consumer warpgroups holds a whole tile's
@@ -145,7 +152,7 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
       clusterShape = {cx, cy};
     // One m64 row block per warpgroup.
     auto attr = ScheduleAttr::get(fn.getContext(), kind, {m.tileM, m.tileN, m.tileK}, s,
-                                  m.tileM / 64, /*swizzle=*/128, clusterShape);
+                                  m.tileM / 64, *swizzleBytes, clusterShape);
     fn->setAttr(TesselDialect::getScheduleAttrName(), attr);
     return success();
   }
@@ -154,9 +161,17 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
     constexpr int64_t kMultistageSharedBytes = 227 * 1024; // no barriers
     auto err = [&]() { return m.dot.emitError() << "schedule 'multistage' "; };
     // M1.
-    if (m.a.transposed || !m.b.transposed)
+    auto ca = getContiguousDim(fn, m.a.argIndex);
+    auto cb = getContiguousDim(fn, m.b.argIndex);
+    if (failed(ca) || failed(cb))
+      return failure();
+    if (m.a.transposed || !m.b.transposed || *ca != 1 || *cb != 1)
       return err() << "needs K-contiguous operands: dot(A.load({m, k}, BM, BK), "
-                      "B.load({n, k}, BN, BK).T())";
+                      "B.load({n, k}, BN, BK).T()) on row-major A and B";
+    if (swizzle != 0)
+      return err() << "has its own XOR swizzle for ldmatrix: option swizzle must be 0 "
+                      "(automatic), got "
+                   << swizzle;
     if (m.a.load.getRef().getType().getRank() != 2 || m.b.load.getRef().getType().getRank() != 2)
       return err() << "loads operands from 2-d tensors";
     // M2.

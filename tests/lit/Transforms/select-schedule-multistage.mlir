@@ -144,7 +144,7 @@ func.func @m_major_a(%A: !tessel.ref<2 x bf16>, %B: !tessel.ref<2 x bf16>, %C: !
     %a = tessel.trans %a0 : tensor<32x128xbf16> -> tensor<128x32xbf16>
     %b = tessel.load %B[%c0, %k] : !tessel.ref<2 x bf16> -> tensor<128x32xbf16>
     %bt = tessel.trans %b : tensor<128x32xbf16> -> tensor<32x128xbf16>
-    // expected-error @+1 {{schedule 'multistage' needs K-contiguous operands: dot(A.load({m, k}, BM, BK), B.load({n, k}, BN, BK).T())}}
+    // expected-error @+1 {{schedule 'multistage' needs K-contiguous operands: dot(A.load({m, k}, BM, BK), B.load({n, k}, BN, BK).T()) on row-major A and B}}
     %d = tessel.dot %a, %bt, %c : tensor<128x32xbf16>, tensor<32x128xbf16> -> tensor<128x128xf32>
     scf.yield %d : tensor<128x128xf32>
   }

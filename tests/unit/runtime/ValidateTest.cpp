@@ -317,4 +317,84 @@ TEST(PlanParams, SizeOneDimensionGetsALegalTmaStride) {
   EXPECT_EQ(plan[0].tma.globalStrides[0], 48u);  // 24 bf16, rounded up to 16 bytes
 }
 
+/// gemmKernel() with A compiled MN-major: its unit-stride dimension is 0 (a
+/// column-major M x K A), 64B swizzle, box {32 along M, 64 along K}.
+CompiledKernel mnMajorKernel() {
+  CompiledKernel k = gemmKernel();
+  k.params[0].box = {32, 64, 1};
+  k.params[0].swizzleBytes = 64;
+  k.params[0].contiguousDim = 0;
+  return k;
+}
+
+/// gemmArgs() with A column-major: M = 256 (padded to 264), K = 512.
+std::vector<tensor_arg> mnMajorArgs() {
+  std::vector<tensor_arg> args = gemmArgs();
+  args[0].strides = {1, 264, 0};
+  return args;
+}
+
+TEST(PlanParams, MnMajorOperandPutsTheUnitStrideDimensionFirst) {
+  std::vector<tensor_arg> args = mnMajorArgs();
+  ASSERT_NO_THROW(validateArgs(mnMajorKernel(), args, {2, 1, 1}));
+  auto plan = runtime::planParams(mnMajorKernel(), args);
+  const runtime::TmaEncoding& a = plan[0].tma;
+  EXPECT_EQ(a.globalDim[0], 256u);  // M, the unit-stride dimension
+  EXPECT_EQ(a.globalDim[1], 512u);  // K
+  EXPECT_EQ(a.globalStrides[0], 264u * 2);
+  EXPECT_EQ(a.boxDim[0], 32u);
+  EXPECT_EQ(a.boxDim[1], 64u);
+  EXPECT_EQ(a.swizzleBytes, 64);
+  // B is untouched: row-major, K innermost.
+  EXPECT_EQ(plan[1].tma.globalDim[0], 128u);
+  EXPECT_EQ(plan[1].tma.globalDim[1], 512u);
+}
+
+TEST(ValidateArgs, MnMajorOperandNeedsUnitStrideAlongItsContiguousDimension) {
+  // The row-major A the kernel was not compiled for.
+  EXPECT_THAT([] { validateArgs(mnMajorKernel(), gemmArgs(), {2, 1, 1}); },
+              ThrowsMessage<tessel::error>(HasSubstr(
+                  "argument 0: stride of dimension 0 must be 1, got 512: the kernel was compiled for TMA "
+                  "loads of this argument with dimension 0 contiguous (tessel.contiguous_dim = 0)")));
+  // The leading dimension (now dimension 1) must be a multiple of 16 bytes.
+  EXPECT_THAT([] {
+    std::vector<tensor_arg> args = mnMajorArgs();
+    args[0].strides[1] = 257;
+    validateArgs(mnMajorKernel(), args, {2, 1, 1});
+  },
+              ThrowsMessage<tessel::error>(HasSubstr(
+                  "argument 0: stride of dimension 1 is 257 elements = 514 bytes, not a multiple of 16 bytes")));
+}
+
+TEST(ValidateCompiledKernel, ContiguousDimensionMustExist) {
+  CompiledKernel k = mnMajorKernel();
+  k.params[0].contiguousDim = 2;
+  EXPECT_THAT([&] { runtime::validateCompiledKernel(k); },
+              ThrowsMessage<tessel::error>(
+                  HasSubstr("contiguous dimension 2 is not a dimension of a rank-2 tensor")));
+}
+
+TEST(PlanParams, Rank3TmaWithMiddleDimensionContiguous) {
+  CompiledKernel k;
+  k.name = "batched";
+  k.ptx = "x";
+  k.args = {{dtype::bf16, 3, true}};
+  k.params = {{ParamSpec::Kind::TmaDescriptor, 0, 0, {64, 32, 1}, 128}};
+  k.params[0].contiguousDim = 1;
+  tensor_arg t;
+  t.data = fakeAddress(0x10000);
+  t.type = dtype::bf16;
+  t.rank = 3;
+  t.sizes = {3, 100, 40};        // batch, rows, cols; the rows have unit stride
+  t.strides = {40 * 104, 1, 104};
+  ASSERT_NO_THROW(validateArgs(k, std::span(&t, 1), {1, 1, 1}));
+  auto plan = runtime::planParams(k, std::span(&t, 1));
+  const runtime::TmaEncoding& e = plan[0].tma;
+  EXPECT_EQ(e.globalDim[0], 100u);  // dimension 1
+  EXPECT_EQ(e.globalDim[1], 40u);   // dimension 2
+  EXPECT_EQ(e.globalDim[2], 3u);    // dimension 0
+  EXPECT_EQ(e.globalStrides[0], 104u * 2);
+  EXPECT_EQ(e.globalStrides[1], 40u * 104 * 2);
+}
+
 }  // namespace

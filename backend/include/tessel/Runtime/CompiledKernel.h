@@ -43,6 +43,10 @@ struct ParamSpec {
   /// with dims innermost first; out-of-bounds elements are filled with zeros.
   std::array<std::uint32_t, 3> box{1, 1, 1};
   int swizzleBytes = 0;
+  /// TMA only: the argument's dimension with unit stride, the tensor map's innermost one
+  /// (the others follow from the last to the first); -1: the last dimension (row-major).
+  /// A kernel compiled for an MN-major operand has 0 here for it.
+  int contiguousDim = -1;
   /// TMA only: a descriptor for TMA stores of an output. It is encoded only when the argument
   /// meets TMA's rules (16-byte aligned base, contiguous inner dimension, outer strides multiples
   /// of 16 bytes); otherwise it is zeroed, a TmaUsable parameter says so, and the kernel stores

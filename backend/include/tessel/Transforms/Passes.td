@@ -33,6 +33,9 @@ def TesselSelectSchedule : Pass<"tessel-select-schedule", "mlir::ModuleOp"> {
     Option<"cluster", "cluster", "std::string", /*default=*/"\"1x1\"",
            "CTA cluster along program_id 0 x program_id 1: 1x1, 2x1 (B multicast) or 1x2 "
            "(A multicast); the persistent schedules only">,
+    Option<"swizzle", "swizzle", "int64_t", /*default=*/"0",
+           "shared-memory swizzle of the TMA-loaded operands: 0 automatic, 128, 64, 32, "
+           "or -1 for none (options::swizzle)">,
   ];
   let dependentDialects = ["mlir::tessel::TesselDialect"];
 }

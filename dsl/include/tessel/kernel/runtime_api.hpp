@@ -24,11 +24,23 @@ public:
 /// The five CUTLASS 3.x Hopper GEMM schedules (DESIGN.md §5).
 enum class schedule : std::uint8_t { automatic, tma, multistage, warp_specialized, cooperative, pingpong };
 
+/// options::swizzle value that asks for no swizzle (0 means automatic).
+inline constexpr int swizzle_none = -1;
+
 /// Compile options. Defaults are what a demanding user would pick for bf16 GEMM on H100/H200.
 struct options {
   tessel::schedule schedule = tessel::schedule::automatic;
   int stages = 0;                        ///< shared-memory ring depth; 0 = heuristic
   std::array<int, 2> cluster = {1, 1};   ///< CTAs per cluster along program_id 0 x 1: {1,1}, {2,1}, {1,2}
+  /// Shared-memory swizzle of the TMA-loaded GEMM operands (and of their wgmma descriptors),
+  /// one mode for A and B:
+  ///   0                  automatic: the largest of 128, 64, 32 bytes that divides the
+  ///                      contiguous extent (bytes) of both operand tiles, else none;
+  ///   128, 64, 32        that swizzle (an error if a tile's contiguous extent is not a
+  ///                      multiple of it);
+  ///   swizzle_none (-1)  no swizzle (16-byte core-matrix rows).
+  /// A swizzle narrower than a tile's contiguous extent loads it as several TMA boxes.
+  int swizzle = 0;
   std::string dump_dir;                  ///< write every stage here (also $TESSEL_DUMP_DIR)
   bool verbose = false;                  ///< print compile steps and the ptxas log to stderr
   bool debug = false;                    ///< bounded barrier waits that report and trap (also TESSEL_DEBUG)

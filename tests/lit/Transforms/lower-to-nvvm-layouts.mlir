@@ -1,0 +1,79 @@
+// Operand layouts and swizzle modes in tessel-lower-to-nvvm: the TMA box
+// parameters ("tma:<arg>:<box inner>x<box outer>:<swizzle>[:c<contiguous dim>]"),
+// the TMA copies (twice: the prologue fill and the refill; one per box, or a
+// loop over more than 4 boxes), the wgmma
+// descriptors' high bits (LBO, SBO, swizzle mode: the values
+// tests/lit/Inputs/wgmma_layout_model.py checks) and the transpose immediates
+// (layout col for an M-major A, row for an N-major B).
+//
+// K-major A and B (gemm_128x128: A 128 x 64, B 128 x 64 transposed).
+// RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=tma swizzle=128" --tessel-lower-to-nvvm -o %t.K128
+// RUN: FileCheck %s --check-prefix=K128 --input-file=%t.K128
+// RUN: grep -c cp.async.bulk.tensor.2d %t.K128 | FileCheck %s --check-prefix=K128-COPIES
+// RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=tma swizzle=64" --tessel-lower-to-nvvm -o %t.K64
+// RUN: FileCheck %s --check-prefix=K64 --input-file=%t.K64
+// RUN: grep -c cp.async.bulk.tensor.2d %t.K64 | FileCheck %s --check-prefix=K64-COPIES
+// RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=tma swizzle=32" --tessel-lower-to-nvvm -o %t.K32
+// RUN: FileCheck %s --check-prefix=K32 --input-file=%t.K32
+// RUN: grep -c cp.async.bulk.tensor.2d %t.K32 | FileCheck %s --check-prefix=K32-COPIES
+// RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=tma swizzle=-1" --tessel-lower-to-nvvm -o %t.KNONE
+// RUN: FileCheck %s --check-prefix=KNONE --input-file=%t.KNONE
+// RUN: grep -c cp.async.bulk.tensor.2d %t.KNONE | FileCheck %s --check-prefix=KNONE-COPIES
+//
+// MN-major A (tessel.contiguous_dim = 0) and B (loaded K x N, no transpose).
+// RUN: tessel-opt %inputs/gemm_mn_major.mlir --tessel-select-schedule="schedule=tma" --tessel-lower-to-nvvm -o %t.MN128
+// RUN: FileCheck %s --check-prefix=MN128 --input-file=%t.MN128
+// RUN: grep -c cp.async.bulk.tensor.2d %t.MN128 | FileCheck %s --check-prefix=MN128-COPIES
+// RUN: tessel-opt %inputs/gemm_mn_major.mlir --tessel-select-schedule="schedule=tma swizzle=64" --tessel-lower-to-nvvm -o %t.MN64
+// RUN: FileCheck %s --check-prefix=MN64 --input-file=%t.MN64
+// RUN: grep -c cp.async.bulk.tensor.2d %t.MN64 | FileCheck %s --check-prefix=MN64-COPIES
+// RUN: tessel-opt %inputs/gemm_mn_major.mlir --tessel-select-schedule="schedule=tma swizzle=32" --tessel-lower-to-nvvm -o %t.MN32
+// RUN: FileCheck %s --check-prefix=MN32 --input-file=%t.MN32
+// RUN: grep -c cp.async.bulk.tensor.2d %t.MN32 | FileCheck %s --check-prefix=MN32-COPIES
+// RUN: tessel-opt %inputs/gemm_mn_major.mlir --tessel-select-schedule="schedule=tma swizzle=-1" --tessel-lower-to-nvvm -o %t.MNNONE
+// RUN: FileCheck %s --check-prefix=MNNONE --input-file=%t.MNNONE
+// RUN: grep -c cp.async.bulk.tensor.2d %t.MNNONE | FileCheck %s --check-prefix=MNNONE-COPIES
+//
+// M-major A from a transposed K x M load, N-major B through contiguous_dim = 0.
+// RUN: tessel-opt %inputs/gemm_a_transposed.mlir --tessel-select-schedule="schedule=cooperative" --tessel-lower-to-nvvm -o %t.AT
+// RUN: FileCheck %s --check-prefix=AT --input-file=%t.AT
+
+// K128: tessel.params = [{{.*}}"tma:0:64x128:128", "tma:1:64x128:128"
+// K128-COPIES: {{^}}4{{$}}
+// K128: arith.constant 4611686293305360384 : i64
+// K128: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+
+// K64: tessel.params = [{{.*}}"tma:0:32x128:64", "tma:1:32x128:64"
+// K64-COPIES: {{^}}8{{$}}
+// K64: arith.constant -9223371899415756800 : i64
+// K64: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+
+// K32: tessel.params = [{{.*}}"tma:0:16x128:32", "tma:1:16x128:32"
+// K32-COPIES: {{^}}16{{$}}
+// K32: arith.constant -4611685949707845632 : i64
+
+// KNONE: tessel.params = [{{.*}}"tma:0:8x128:0", "tma:1:8x128:0"
+// KNONE-COPIES: {{^}}4{{$}}
+// KNONE: arith.constant 34368126976 : i64
+
+// MN128: tessel.params = [{{.*}}"tma:0:64x64:128:c0", "tma:1:64x64:128"
+// MN128-COPIES: {{^}}8{{$}}
+// MN128: arith.constant 4611686293338849280 : i64
+// MN128: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+
+// MN64: tessel.params = [{{.*}}"tma:0:32x64:64:c0", "tma:1:32x64:64"
+// MN64-COPIES: {{^}}16{{$}}
+// MN64: arith.constant -9223371899399045120 : i64
+// MN64: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+
+// MN32: tessel.params = [{{.*}}"tma:0:16x64:32:c0", "tma:1:16x64:32"
+// MN32-COPIES: {{^}}4{{$}}
+// MN32: arith.constant -4611685949699522560 : i64
+
+// MNNONE: tessel.params = [{{.*}}"tma:0:8x64:0:c0", "tma:1:8x64:0"
+// MNNONE-COPIES: {{^}}4{{$}}
+// MNNONE: arith.constant 274878431232 : i64
+
+// AT: tessel.params = [{{.*}}"tma:0:64x64:128", "tma:1:64x64:128:c0"
+// AT: arith.constant 4611686293338849280 : i64
+// AT: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
