@@ -616,8 +616,11 @@ LogicalResult KernelBuilder::issueOperand(const OperandLayout &l, GemmOperand op
   if (failed(offOrFail))
     return failure();
   SmallVector<Value> off = std::move(*offOrFail);
+  // Tile dimension d is tensor dimension lead + d; a leading (batch) offset
+  // is the tensor map's outermost coordinate (tmaDimOrder in Validate.cpp).
   Value innerOff = off[l.contiguousDim];
-  Value outerOff = off[1 - l.contiguousDim];
+  Value outerOff = off[l.lead + 1 - l.tileContiguousDim()];
+  Value batchOff = l.lead ? off[0] : Value();
   int64_t part = t.box[1];
   Value mask;
   if (cs > 1) {
@@ -630,14 +633,22 @@ LogicalResult KernelBuilder::issueOperand(const OperandLayout &l, GemmOperand op
   auto copyBox = [&](Value i) {
     Value x = b.create<arith::AddIOp>(loc, innerOff, b.create<arith::MulIOp>(loc, i, i32(l.boxInner())));
     Value d = b.create<arith::AddIOp>(loc, dst, b.create<arith::MulIOp>(loc, i, i32(l.boxBytes())));
-    if (cs == 1)
+    if (cs == 1 && !batchOff)
       ptx("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
           " [$0], [$1, {$2, $3}], [$4];",
           "r,l,r,r,r", {d, t.desc, x, outerOff, full});
-    else
+    else if (cs == 1)
+      ptx("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+          " [$0], [$1, {$2, $3, $4}], [$5];",
+          "r,l,r,r,r,r", {d, t.desc, x, outerOff, batchOff, full});
+    else if (!batchOff)
       ptx("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
           ".multicast::cluster [$0], [$1, {$2, $3}], [$4], $5;",
           "r,l,r,r,r,h", {d, t.desc, x, outerOff, full, mask});
+    else
+      ptx("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+          ".multicast::cluster [$0], [$1, {$2, $3, $4}], [$5], $6;",
+          "r,l,r,r,r,r,h", {d, t.desc, x, outerOff, batchOff, full, mask});
   };
   // Up to 4 boxes unrolled; more (narrow swizzles) in a loop, which keeps the
   // producer's code and registers small (unrolled, 32 unswizzled boxes spill

@@ -1,12 +1,15 @@
 //===- OperandLayout.cpp - shared-memory layout of a wgmma operand --------===//
 //
-// Rules an operand layout must meet (checked in this order):
+// Rules an operand layout must meet (L1 and L4 first: they decide which tile
+// dimension is the contiguous one; then L2, L3):
 //   L1. The argument's `tessel.contiguous_dim` names one of its dimensions.
 //   L2. An MN-major operand has f16 or bf16 elements: wgmma's transpose
 //       immediates (imm-trans-a / imm-trans-b) exist only for 16-bit types.
 //   L3. The tile's contiguous extent in bytes is a multiple of the row of the
 //       swizzle mode (S bytes, or 16 without swizzle): the tile is a whole
 //       number of TMA boxes / swizzle atoms.
+//   L4. A tile of lower rank than its tensor (one matrix of a batch) has the
+//       unit-stride dimension among the tile's dimensions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -81,15 +84,24 @@ FailureOr<OperandLayout> mlir::tessel::getOperandLayout(func::FuncOp fn, const G
   if (failed(c))
     return failure();
   auto tileTy = cast<RankedTensorType>(op.load.getResult().getType());
+  int64_t lead = op.load.getRef().getType().getRank() - tileTy.getRank();
+  // L4.
+  if (*c < lead)
+    return dot.emitError() << "operand " << name << " (argument " << op.argIndex
+                           << ") has unit stride along dimension " << *c
+                           << ", which its tile does not cover (a batch dimension); TMA needs "
+                              "the unit-stride dimension inside the tile";
+  int64_t tc = *c - lead;
   // The K dimension of the loaded tile: A is loaded M x K (or K x M and
   // transposed), B K x N (or N x K and transposed).
   int64_t kDim = isB ? (op.transposed ? 1 : 0) : (op.transposed ? 0 : 1);
   OperandLayout l;
   l.argIndex = op.argIndex;
   l.contiguousDim = *c;
-  l.mnMajor = *c != kDim;
-  l.inner = tileTy.getDimSize(*c);
-  l.outer = tileTy.getDimSize(1 - *c);
+  l.lead = lead;
+  l.mnMajor = tc != kDim;
+  l.inner = tileTy.getDimSize(tc);
+  l.outer = tileTy.getDimSize(1 - tc);
   Type elt = tileTy.getElementType();
   l.eltBytes = elt.getIntOrFloatBitWidth() / 8;
   l.swizzle = swizzle;

@@ -86,9 +86,8 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
 
     Type elt = cast<RankedTensorType>(m.dot.getA().getType()).getElementType();
     int64_t eltBytes = elt.getIntOrFloatBitWidth() / 8;
-    if (m.a.load.getRef().getType().getRank() != 2 || m.b.load.getRef().getType().getRank() != 2)
-      return m.dot.emitError() << "schedule '" << stringifyScheduleKind(kind)
-                               << "' loads operands from 2-d tensors";
+    // Operands come from 2-d tensors or are matrices of a batch (rank-3
+    // tensors, a leading offset): OperandLayout handles both.
     if (m.tileK * eltBytes != 128)
       return m.dot.emitError() << "schedule '" << stringifyScheduleKind(kind)
                                << "' needs BK * sizeof(element) == 128 bytes "

@@ -58,8 +58,14 @@ constexpr StringLiteral kContiguousDimAttrName = "tessel.contiguous_dim";
 struct OperandLayout {
   unsigned argIndex = 0;
   int64_t contiguousDim = 1; ///< dimension of the argument with unit stride
+  /// Leading tensor dimensions the tile does not cover (a batch index: a
+  /// rank-2 tile of a rank-3 tensor has lead 1). Tile dimension d is tensor
+  /// dimension lead + d.
+  int64_t lead = 0;
   bool mnMajor = false;      ///< wgmma imm-trans-a / imm-trans-b
   int64_t inner = 0;         ///< tile extent (elements) along contiguousDim
+  /// The tile dimension (0 or 1) that has unit stride.
+  int64_t tileContiguousDim() const { return contiguousDim - lead; }
   int64_t outer = 0;         ///< tile extent along the other dimension
   int64_t eltBytes = 2;
   int64_t swizzle = 128;     ///< bytes: 128, 64, 32, or 0 (none)
