@@ -53,8 +53,8 @@ private:
   ScopedDiagnosticHandler handler;
 };
 
-/// "ptr:0", "size:0:1", "stride:2:0", "tma:1:64x256:128", "tmastore:2:64x64:128",
-/// "tmaok:2", "grid:0" -> ParamSpec.
+/// "ptr:0", "size:0:1", "stride:2:0", "tma:1:64x256:128", "tma:0:64x128:128:c0",
+/// "tmastore:2:64x64:128", "tmaok:2", "grid:0" -> ParamSpec.
 ::tessel::ParamSpec parseParam(StringRef s) {
   SmallVector<StringRef> parts;
   s.split(parts, ':');
@@ -82,6 +82,10 @@ private:
     auto [inner, outer] = parts[2].split('x');
     p.box = {static_cast<uint32_t>(num(inner)), static_cast<uint32_t>(num(outer)), 1};
     p.swizzleBytes = num(parts[3]);
+    // Optional ":c<d>": box[0] runs along argument dimension d (the lowering
+    // honoured the argument's tessel.contiguous_dim); absent = the last one.
+    if (parts.size() > 4 && parts[4].starts_with("c"))
+      p.contiguousDim = num(parts[4].drop_front());
   }
   return p;
 }
@@ -136,6 +140,10 @@ private:
   };
   runStep("02-scheduled.mlir", "scheduling failed",
           [&](PassManager &pm) { buildSchedulePipeline(pm, po); });
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (fn.getSymName() == k.name)
+      if (auto s = fn->getAttrOfType<mlir::tessel::ScheduleAttr>(mlir::tessel::TesselDialect::getScheduleAttrName()))
+        k.schedule = mlir::tessel::stringifyScheduleKind(s.getKind()).str();
   runStep("03-nvvm.mlir", "building the kernel failed",
           [&](PassManager &pm) { buildKernelPipeline(pm, po); });
 
@@ -146,8 +154,11 @@ private:
   for (Attribute a : kernel->getAttrOfType<ArrayAttr>("tessel.params"))
     k.params.push_back(parseParam(cast<StringAttr>(a).getValue()));
   for (const ::tessel::ParamSpec &p : k.params)
-    if (p.kind == ::tessel::ParamSpec::Kind::TmaDescriptor && !p.store)
+    if (p.kind == ::tessel::ParamSpec::Kind::TmaDescriptor && !p.store) {
       k.args[p.arg].loadedByTma = true;
+      if (p.contiguousDim >= 0)
+        k.args[p.arg].contiguousDim = p.contiguousDim;
+    }
   k.blockThreads = kernel->getAttrOfType<IntegerAttr>("tessel.threads").getInt();
   k.dynamicSmemBytes = kernel->getAttrOfType<IntegerAttr>("tessel.shared_bytes").getInt();
   k.persistent = kernel->hasAttr("tessel.persistent");
