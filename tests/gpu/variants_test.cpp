@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <ostream>
 #include <random>
 #include <string>
 #include <tuple>
@@ -207,6 +208,8 @@ const fallback_case kFallbackCases[] = {
     {"A_no_unit_stride", 96, {"A stride 2", 2}, kRow, "argument 0", "no dimension of size > 1 has stride 1"},
 };
 
+void PrintTo(const fallback_case& c, std::ostream* os) { *os << c.name << " (K " << c.K << ")"; }
+
 using fallback_param = std::tuple<ts::schedule, fallback_case>;
 
 class TmaFallback : public ::testing::TestWithParam<fallback_param> {};
@@ -260,6 +263,8 @@ const output_case kOutputCases[] = {
     {"C_no_unit_stride", {"C stride 2", 2}},
     {"C_row_offset_1", {"C+1", 0, 0, 1}},
 };
+
+void PrintTo(const output_case& c, std::ostream* os) { *os << c.name; }
 
 using output_param = std::tuple<ts::schedule, output_case>;
 
