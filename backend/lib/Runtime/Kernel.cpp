@@ -270,6 +270,8 @@ LoadedKernel& kernel_impl::select(std::span<const tensor_arg> args, grid g) {
     return primary_;
   }
 
+  if (!layoutFailure.empty() && verbose())
+    std::fprintf(stderr, "tessel: %s: %s\n", head.c_str(), layoutFailure.c_str());
   const std::string what = "argument " + std::to_string(violation->arg) + ": " + violation->message;
   const FallbackPolicy policy = fallbackPolicy();
   if (policy == FallbackPolicy::error)

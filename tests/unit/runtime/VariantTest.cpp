@@ -462,6 +462,18 @@ TEST_F(Select, FailedLayoutVariantOfAPointerKernelUsesThePrimary) {
                              "kernel failed (kernel 'gemm'); launching the default-layout kernel instead"));
 }
 
+TEST_F(Select, FailedLayoutVariantOfATmaKernelFallsBack) {
+  compiler.failLayout = "tessel: building the kernel failed (kernel 'gemm'):\nno MN-major TMA loads";
+  std::vector<tensor_arg> args = gemmArgs();
+  args[1] = view2d(dtype::bf16, fakeAddress(0x7f0000200000), 512, 128, 1, 512);  // B column-major
+  std::string err;
+  detail::LoadedKernel& v = select(args, err);
+  EXPECT_EQ(v.compiled().variant, "multistage-L_0_");
+  EXPECT_THAT(compiler.tags(), ElementsAre("tma-L_0_", "multistage-L_0_"));
+  EXPECT_THAT(err, HasSubstr("tessel: note: kernel 'gemm' (schedule tma) argument 1: innermost stride (dimension "
+                             "1) must be 1, got 512"));
+}
+
 TEST_F(Select, CommonRulesComeFirst) {
   std::vector<tensor_arg> args = gemmArgs();
   args[0].data = fakeAddress(0x7f0000100002);
