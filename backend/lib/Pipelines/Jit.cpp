@@ -6,6 +6,11 @@
 // code); a dump request (options::dump_dir or TESSEL_DUMP_DIR) is honoured on
 // a cache hit too.
 //
+// The kernel keeps the traced module's text and the options: at launch time
+// kernel_impl::select may need a variant of it (an argument layout with another
+// unit-stride dimension, or schedule multistage where TMA's rules fail), which
+// compileVariant builds in its own MLIRContext, once per variant.
+//
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Frontend/Tracer.h"
@@ -13,6 +18,10 @@
 #include "tessel/Runtime/Env.h"
 #include "tessel/Runtime/Kernel.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <iostream>
@@ -37,6 +46,79 @@ std::string cacheKey(mlir::ModuleOp module, const tessel::options &o) {
   return key;
 }
 
+/// What a kernel needs to compile variants of itself later.
+struct VariantSource {
+  std::string name;   ///< the kernel's symbol
+  std::string text;   ///< the traced module, with locations
+  tessel::options options;
+};
+
+/// Compiles `src` again for `r` (see kernel_impl::select): the traced module
+/// is parsed into a fresh context, its kernel's arguments get
+/// `tessel.contiguous_dim` where `r` asks, and it is compiled with the
+/// kernel's options (schedule multistage, the stage heuristic and no cluster
+/// for the fallback). Logged with TESSEL_VERBOSE / options::verbose; dumped
+/// under <dump dir>/variant-<tag>/.
+tessel::CompiledKernel compileVariant(const VariantSource &src, const tessel::detail::VariantRequest &r) {
+  tessel::runtime::Knobs knobs = tessel::runtime::knobs();
+  const bool verbose = src.options.verbose || knobs.verbose;
+  const std::string dumpDir = !src.options.dump_dir.empty() ? src.options.dump_dir : knobs.dumpDir;
+  std::string why;
+  for (size_t i = 0; i < r.contiguousDims.size(); ++i)
+    if (r.contiguousDims[i] >= 0)
+      why += (why.empty() ? "" : ", ") + ("argument " + std::to_string(i) + " contiguous along dimension " +
+                                          std::to_string(r.contiguousDims[i]));
+  if (r.multistage)
+    why += std::string(why.empty() ? "" : ", ") + "schedule multistage (TMA fallback)";
+  if (verbose)
+    std::cerr << "tessel: compiling variant '" << r.tag << "' of '" << src.name << "' (" << why << ")\n";
+
+  mlir::DialectRegistry registry;
+  tessel::registerAllDialects(registry);
+  mlir::MLIRContext ctx(registry);
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
+    llvm::raw_string_ostream os(diagnostics);
+    os << d.getLocation() << ": " << d << "\n";
+    return mlir::success();
+  });
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::parseSourceString<mlir::ModuleOp>(src.text, &ctx);
+  if (!module)
+    throw tessel::error("tessel: internal error: cannot re-read the traced kernel '" + src.name +
+                        "' to compile variant '" + r.tag + "':\n" + diagnostics);
+  mlir::func::FuncOp kernel;
+  for (auto fn : module->getOps<mlir::func::FuncOp>())
+    if (fn.getSymName() == src.name)
+      kernel = fn;
+  if (!kernel)
+    throw tessel::error("tessel: internal error: the traced module has no function '" + src.name + "'");
+  for (size_t i = 0; i < r.contiguousDims.size() && i < kernel.getNumArguments(); ++i)
+    if (r.contiguousDims[i] >= 0)
+      kernel.setArgAttr(static_cast<unsigned>(i), "tessel.contiguous_dim",
+                        mlir::IntegerAttr::get(mlir::IntegerType::get(&ctx, 64), r.contiguousDims[i]));
+
+  tessel::options o = src.options;
+  if (r.multistage) {
+    o.schedule = tessel::schedule::multistage;
+    o.stages = 0;        // the stage count was chosen for the other schedule's ring
+    o.cluster = {1, 1};  // multistage has no clusters
+  }
+  tessel::CompiledKernel k;
+  try {
+    k = tessel::compileModule(*module, o);
+  } catch (const tessel::error &e) {
+    throw tessel::error(std::string(e.what()) + "(while compiling variant '" + r.tag + "': " + why + ")");
+  }
+  k.variant = r.tag;
+  if (verbose)
+    std::cerr << "tessel: compiled variant '" << r.tag << "' of '" << k.name << "' (" << k.blockThreads
+              << " threads, " << k.dynamicSmemBytes << " B shared)\n"
+              << k.ptxasLog;
+  if (!dumpDir.empty())
+    tessel::runtime::writeStages(dumpDir + "/variant-" + r.tag, k);
+  return k;
+}
+
 } // namespace
 
 namespace tessel::detail {
@@ -59,12 +141,22 @@ std::shared_ptr<kernel_impl> finish_and_compile(const options &o) {
       k = it->second;
   }
   if (!k) {
+    // The source of later variants: printed before compileModule rewrites the module.
+    auto source = std::make_shared<VariantSource>();
+    {
+      llvm::raw_string_ostream os(source->text);
+      traced->module->print(os, mlir::OpPrintingFlags().enableDebugInfo(/*enable=*/true, /*prettyForm=*/false));
+    }
+    source->options = o;
     CompiledKernel compiled = compileModule(*traced->module, o);
+    source->name = compiled.name;
     if (verbose)
       std::cerr << "tessel: compiled '" << compiled.name << "' (" << compiled.blockThreads
                 << " threads, " << compiled.dynamicSmemBytes << " B shared)\n"
                 << compiled.ptxasLog;
-    k = runtime::makeKernel(std::move(compiled));
+    k = runtime::makeKernel(
+        std::move(compiled), [source](const VariantRequest &r) { return compileVariant(*source, r); },
+        o.verbose);
     if (!knobs.disableCache) {
       std::lock_guard<std::mutex> lock(cacheMutex);
       cache().emplace(key, k);

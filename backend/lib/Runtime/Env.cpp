@@ -49,7 +49,48 @@ Knobs knobs() {
   k.debug = envFlag("TESSEL_DEBUG");
   k.verbose = envFlag("TESSEL_VERBOSE");
   k.ptxas = envString("TESSEL_PTXAS");
+  k.fallback = fallbackPolicy();
   return k;
+}
+
+std::optional<FallbackPolicy> parseFallbackPolicy(std::string_view value) {
+  std::string v(value);
+  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
+  const auto blank = [](unsigned char c) { return std::isspace(c) != 0; };
+  v.erase(v.begin(), std::find_if_not(v.begin(), v.end(), blank));
+  v.erase(std::find_if_not(v.rbegin(), v.rend(), blank).base(), v.end());
+  if (v.empty() || v == "warn")
+    return FallbackPolicy::warn;
+  if (v == "quiet")
+    return FallbackPolicy::quiet;
+  if (v == "error")
+    return FallbackPolicy::error;
+  return std::nullopt;
+}
+
+FallbackPolicy fallbackPolicy() {
+  std::string value = envString("TESSEL_FALLBACK");
+  if (std::optional<FallbackPolicy> p = parseFallbackPolicy(value))
+    return *p;
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    std::fprintf(stderr,
+                 "tessel: warning: TESSEL_FALLBACK='%s' is not one of warn, quiet, error; using warn\n",
+                 value.c_str());
+  });
+  return FallbackPolicy::warn;
+}
+
+const char* fallbackPolicyName(FallbackPolicy p) {
+  switch (p) {
+  case FallbackPolicy::warn:
+    return "warn";
+  case FallbackPolicy::quiet:
+    return "quiet";
+  case FallbackPolicy::error:
+    return "error";
+  }
+  return "?";
 }
 
 std::vector<std::string> unknownKnobs() {

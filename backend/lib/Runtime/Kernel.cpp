@@ -57,11 +57,11 @@ struct ModuleGuard {
 
 }  // namespace
 
-kernel_impl::kernel_impl(CompiledKernel k) : compiled_(std::move(k)) {
+LoadedKernel::LoadedKernel(CompiledKernel k) : compiled_(std::move(k)) {
   validateCompiledKernel(compiled_);
 }
 
-kernel_impl::~kernel_impl() {
+LoadedKernel::~LoadedKernel() {
   if (loaded_.empty())
     return;
   const CudaDriver* d = cudaDriver();
@@ -78,7 +78,7 @@ kernel_impl::~kernel_impl() {
   d->cuCtxSetCurrent(previous);
 }
 
-void* kernel_impl::functionFor(void* context) {
+void* LoadedKernel::functionFor(void* context) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const Loaded& l : loaded_)
     if (l.context == context)
@@ -179,6 +179,123 @@ void* kernel_impl::functionFor(void* context) {
   return fn;
 }
 
+kernel_impl::kernel_impl(CompiledKernel k, VariantCompiler compiler, bool verbose)
+    : primary_(std::move(k)), compiler_(std::move(compiler)), verbose_(verbose) {}
+
+bool kernel_impl::verbose() const { return verbose_ || knobs().verbose; }
+
+std::vector<std::string> kernel_impl::variantTags() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return order_;
+}
+
+LoadedKernel& kernel_impl::variant(const VariantRequest& r) {
+  Slot* slot;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto& entry = variants_[r.tag];
+    if (!entry) {
+      entry = std::make_unique<Slot>();
+      order_.push_back(r.tag);
+    }
+    slot = entry.get();  // slots are never erased: the pointer stays valid
+  }
+  // One compile per tag; concurrent launches needing it wait here, launches
+  // of other variants do not.
+  std::call_once(slot->once, [&] {
+    try {
+      slot->kernel = std::make_unique<LoadedKernel>(compiler_(r));
+    } catch (const std::exception& e) {
+      slot->error = e.what();
+    }
+  });
+  if (!slot->kernel)
+    throw tessel::error(slot->error);
+  return *slot->kernel;
+}
+
+void kernel_impl::noteOnce(const std::string& key, const std::string& line) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!noted_.insert(key).second)
+      return;
+  }
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+namespace {
+/// The first line of a (possibly multi-line) message.
+std::string firstLine(const std::string& s) {
+  std::string line = s.substr(0, s.find('\n'));
+  while (!line.empty() && (line.back() == ':' || line.back() == ' '))
+    line.pop_back();
+  return line;
+}
+}  // namespace
+
+LoadedKernel& kernel_impl::select(std::span<const tensor_arg> args, grid g) {
+  const CompiledKernel& p = compiled();
+  validateCommonArgs(p, args, g);
+  if (!compiler_)
+    return primary_;  // nothing else can be built: validateArgs decides
+
+  const std::string schedule = p.schedule.empty() ? std::string("?") : p.schedule;
+  const std::string head = "kernel '" + p.name + "' (schedule " + schedule + ")";
+  const std::vector<int> key = layoutKey(args);
+  LoadedKernel* chosen = &primary_;
+  std::string layoutFailure;
+  if (!isDefaultLayout(key)) {
+    VariantRequest r{key, false, variantTag(schedule, key)};
+    try {
+      chosen = &variant(r);
+    } catch (const tessel::error& e) {
+      layoutFailure = "schedule " + schedule + " could not be compiled for the layout of the arguments (" + r.tag +
+                      "): " + firstLine(e.what());
+      chosen = &primary_;
+    }
+  }
+
+  // Does the chosen variant load with TMA an argument TMA cannot address?
+  std::optional<TmaViolation> violation = findTmaViolation(chosen->compiled(), args);
+  if (!violation && layoutFailure.empty()) {
+    if (chosen != &primary_ && verbose())
+      std::fprintf(stderr, "tessel: %s: launching variant '%s'\n", head.c_str(), chosen->compiled().variant.c_str());
+    return *chosen;
+  }
+  if (!violation) {
+    // The primary reads every argument through pointers with its real
+    // strides: correct for any layout, only slower.
+    noteOnce("layout:" + variantTag(schedule, key),
+             "tessel: note: " + head + ": " + layoutFailure + "; launching the default-layout kernel instead");
+    return primary_;
+  }
+
+  if (!layoutFailure.empty() && verbose())
+    std::fprintf(stderr, "tessel: %s: %s\n", head.c_str(), layoutFailure.c_str());
+  const std::string what = "argument " + std::to_string(violation->arg) + ": " + violation->message;
+  const FallbackPolicy policy = fallbackPolicy();
+  if (policy == FallbackPolicy::error)
+    throw tessel::error("tessel: " + head + " " + what +
+                        "; TESSEL_FALLBACK=error forbids falling back to schedule multistage, which needs no TMA "
+                        "(unset it to fall back)");
+  VariantRequest fallback{key, true, variantTag("multistage", key)};
+  LoadedKernel* ms;
+  try {
+    ms = &variant(fallback);
+  } catch (const tessel::error& e) {
+    throw tessel::error("tessel: " + head + " " + what + "; the fallback to schedule multistage failed: " +
+                        std::string(e.what()));
+  }
+  if (policy == FallbackPolicy::warn)
+    noteOnce("tma:" + std::to_string(violation->arg) + ":" + violation->rule,
+             "tessel: note: " + head + " " + what + "; launching the schedule multistage variant instead "
+             "(TESSEL_FALLBACK=quiet silences this note, TESSEL_FALLBACK=error makes it an error)");
+  if (verbose())
+    std::fprintf(stderr, "tessel: %s: %s: launching variant '%s'\n", head.c_str(), what.c_str(),
+                 ms->compiled().variant.c_str());
+  return *ms;
+}
+
 namespace {
 
 /// Every non-empty argument must be device memory that kernels of the current
@@ -264,7 +381,8 @@ CUtensorMapSwizzle tmaSwizzle(int bytes) {
 }  // namespace
 
 void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_arg> args) {
-  const CompiledKernel& k = kernel.compiled();
+  LoadedKernel& variant = kernel.select(args, g);
+  const CompiledKernel& k = variant.compiled();
   validateArgs(k, args, g);
 
   CUstream s = static_cast<CUstream>(stream);
@@ -282,7 +400,7 @@ void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_ar
   if (hasEmptyArg(args))
     return;  // documented in Kernel.h: nothing to launch for empty tensors
 
-  CUfunction fn = static_cast<CUfunction>(kernel.functionFor(ctx));
+  CUfunction fn = static_cast<CUfunction>(variant.functionFor(ctx));
 
   std::vector<ParamValue> plan = planParams(k, args, g);
   std::vector<std::uint64_t> scalars(plan.size());
@@ -440,9 +558,9 @@ std::string stage_text(const kernel_impl& kernel, const std::string& stage) {
 
 namespace tessel::runtime {
 
-std::shared_ptr<detail::kernel_impl> makeKernel(CompiledKernel k) {
+std::shared_ptr<detail::kernel_impl> makeKernel(CompiledKernel k, detail::VariantCompiler compiler, bool verbose) {
   warnUnknownKnobsOnce();
-  return std::make_shared<detail::kernel_impl>(std::move(k));
+  return std::make_shared<detail::kernel_impl>(std::move(k), std::move(compiler), verbose);
 }
 
 }  // namespace tessel::runtime

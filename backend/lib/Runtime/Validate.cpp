@@ -9,7 +9,9 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <array>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include "tessel/Runtime/Kernel.h"
@@ -90,40 +92,22 @@ bool hasStrideParam(const CompiledKernel& k, int arg, int dim) {
   return false;
 }
 
-/// The tensor map's dimension order for a rank-`rank` tensor whose dimension
-/// `contiguous` (-1: the last) has unit stride: order[j] is the tensor
-/// dimension of tensor-map dimension j (innermost first). The unit-stride
-/// dimension comes first, the others follow from the last to the first:
-///
-///   rank 2, contiguous 1 (row-major):      {1, 0}
-///   rank 2, contiguous 0 (column-major):   {0, 1}
-///   rank 3, contiguous 1:                  {1, 2, 0}
-std::array<int, 3> tmaDimOrder(int rank, int contiguous) {
-  if (contiguous < 0)
-    contiguous = rank - 1;
+/// The argument's dimensions innermost first, as the tensor map lists them:
+/// `inner` first, then the others from the last to the first.
+std::array<int, 3> tmaOrder(int rank, int inner) {
   std::array<int, 3> order{0, 0, 0};
   int j = 0;
-  order[j++] = contiguous;
+  order[j++] = inner;
   for (int d = rank - 1; d >= 0; --d)
-    if (d != contiguous)
+    if (d != inner)
       order[j++] = d;
   return order;
 }
 
-/// The unit-stride dimension of argument `arg` as the kernel's TMA loads
-/// expect it (their ParamSpec::contiguousDim), or the last dimension.
-int tmaContiguousDim(const CompiledKernel& k, int arg, int rank) {
-  for (const ParamSpec& p : k.params)
-    if (p.kind == ParamSpec::Kind::TmaDescriptor && !p.store && p.arg == arg && p.contiguousDim >= 0)
-      return p.contiguousDim;
-  return rank - 1;
-}
-
-/// The byte stride TMA is given for tensor-map dimension j >= 1 (tensor
-/// dimension order[j]) of `a`. A dimension of size 1 is never stepped along,
+/// The byte stride TMA is given for the j-th dimension (innermost first,
+/// j >= 1) of `a` in `order`. A dimension of size 1 is never stepped along,
 /// so its stride is free; the user's value (PyTorch puts anything there) is
-/// replaced by the smallest legal one that cannot overlap the dimensions
-/// inside it (order[0..j-1]).
+/// replaced by the smallest legal one that cannot overlap the inner dimensions.
 std::uint64_t tmaStrideBytes(const tensor_arg& a, const std::array<int, 3>& order, int j) {
   const std::int64_t elem = static_cast<std::int64_t>(elementSize(a.type));
   const int d = order[j];
@@ -131,33 +115,70 @@ std::uint64_t tmaStrideBytes(const tensor_arg& a, const std::array<int, 3>& orde
     return static_cast<std::uint64_t>(a.strides[d] * elem);
   std::int64_t span = elem;
   for (int i = 0; i < j; ++i) {
-    int e = order[i];
+    const int e = order[i];
     if (a.sizes[e] > 1)
       span += (a.sizes[e] - 1) * a.strides[e] * elem;
   }
   return static_cast<std::uint64_t>((span + 15) / 16 * 16);
 }
 
-/// True when TMA can address `a` (the rules validateArgs enforces for
-/// TMA-loaded arguments): 16-byte aligned base, contiguous innermost
-/// dimension, outer strides multiples of 16 bytes below 2^40, sizes below 2^32.
-bool tmaUsable(const tensor_arg& a) {
+/// The first TMA rule `a` breaks when TMA addresses it with dimension `inner`
+/// contiguous, as {rule, message}; {"", ""} when it meets them all.
+std::pair<std::string, std::string> tmaRuleBroken(const tensor_arg& a, int inner) {
   const std::int64_t elem = static_cast<std::int64_t>(elementSize(a.type));
-  if (!tmaCapable(a.type) || a.data == nullptr || reinterpret_cast<std::uintptr_t>(a.data) % 16 != 0)
-    return false;
-  const int inner = a.rank - 1;
-  if (a.sizes[inner] != 1 && a.strides[inner] != 1)
-    return false;
-  for (int d = 0; d < a.rank; ++d) {
-    if (a.sizes[d] < 1 || a.sizes[d] > kTmaMaxDim)
-      return false;
-    if (d == inner || a.sizes[d] == 1)
-      continue;
-    std::int64_t bytes = a.strides[d] * elem;
-    if (bytes % 16 != 0 || bytes >= kTmaMaxStrideBytes)
-      return false;
+  auto dimName = [](int d) { return "dimension " + std::to_string(d); };
+  if (!tmaCapable(a.type))
+    return {"dtype", std::string("TMA cannot address ") + dtypeName(a.type) + " tensors"};
+  for (int d = 0; d < a.rank; ++d)
+    if (a.sizes[d] > kTmaMaxDim)
+      return {"size-limit", "size of " + dimName(d) + " is " + std::to_string(a.sizes[d]) +
+                                "; TMA allows at most 2^32 elements per dimension"};
+  if (a.data && reinterpret_cast<std::uintptr_t>(a.data) % 16 != 0)
+    return {"base-alignment", "data address " + hexAddress(a.data) +
+                                  " is not 16-byte aligned (TMA requires a 16-byte aligned base address)"};
+  if (a.sizes[inner] != 1 && a.strides[inner] != 1) {
+    if (inner == a.rank - 1)
+      return {"unit-stride", "innermost stride (" + dimName(inner) + ") must be 1, got " +
+                                 std::to_string(a.strides[inner]) +
+                                 ": the innermost dimension must be contiguous for TMA"};
+    return {"unit-stride", "stride of " + dimName(inner) + " must be 1, got " + std::to_string(a.strides[inner]) +
+                               ": the kernel's TMA loads take " + dimName(inner) + " as the contiguous one"};
   }
-  return true;
+  for (int d = 0; d < a.rank; ++d) {
+    if (d == inner || a.sizes[d] == 1)
+      continue;  // never stepped along; planParams substitutes a legal stride
+    std::int64_t bytes = a.strides[d] * elem;
+    if (bytes % 16 != 0)
+      return {"stride-multiple",
+              "stride of " + dimName(d) + " is " + std::to_string(a.strides[d]) + " elements = " +
+                  std::to_string(bytes) + " bytes, not a multiple of 16 bytes (TMA requirement: pad it to a "
+                  "multiple of " + std::to_string(16 / elem) + " elements)"};
+    if (bytes >= kTmaMaxStrideBytes)
+      return {"stride-limit", "stride of " + dimName(d) + " is " + std::to_string(bytes) +
+                                  " bytes; TMA requires strides below 2^40 bytes"};
+  }
+  return {};
+}
+
+/// True when TMA can address `a` with dimension `inner` contiguous (the rules
+/// validateArgs enforces for TMA-loaded arguments): 16-byte aligned base,
+/// contiguous `inner` dimension, other strides multiples of 16 bytes below
+/// 2^40, sizes 1..2^32.
+/// The contiguous dimension the kernel's store descriptor of `arg` assumes.
+int storeInnerDim(const CompiledKernel& k, int arg) {
+  for (const ParamSpec& p : k.params)
+    if (p.kind == ParamSpec::Kind::TmaDescriptor && p.store && p.arg == arg && p.contiguousDim >= 0)
+      return p.contiguousDim;
+  return k.args[arg].rank - 1;
+}
+
+bool tmaUsable(const tensor_arg& a, int inner) {
+  if (a.data == nullptr)
+    return false;
+  for (int d = 0; d < a.rank; ++d)
+    if (a.sizes[d] < 1)
+      return false;
+  return tmaRuleBroken(a, inner).first.empty();
 }
 
 }  // namespace
@@ -208,6 +229,9 @@ void validateCompiledKernel(const CompiledKernel& k) {
       fail(where + ": the argument is not marked loadedByTma");
     if (!tmaCapable(a.type))
       fail(where + ": TMA cannot load " + dtypeName(a.type) + " tensors");
+    if (p.contiguousDim >= a.rank)
+      fail(where + ": contiguous dimension " + std::to_string(p.contiguousDim) + " of a rank-" +
+           std::to_string(a.rank) + " tensor");
     if (p.swizzleBytes != 0 && p.swizzleBytes != 32 && p.swizzleBytes != 64 && p.swizzleBytes != 128)
       fail(where + ": swizzle of " + std::to_string(p.swizzleBytes) + " bytes; expected 0, 32, 64 or 128");
     for (int d = 0; d < a.rank; ++d)
@@ -221,9 +245,6 @@ void validateCompiledKernel(const CompiledKernel& k) {
     if (p.swizzleBytes != 0 && innerBytes > static_cast<std::uint64_t>(p.swizzleBytes))
       fail(where + ": inner box extent of " + std::to_string(innerBytes) + " bytes exceeds the " +
            std::to_string(p.swizzleBytes) + "-byte swizzle span");
-    if (p.contiguousDim < -1 || p.contiguousDim >= a.rank)
-      fail(where + ": contiguous dimension " + std::to_string(p.contiguousDim) +
-           " is not a dimension of a rank-" + std::to_string(a.rank) + " tensor");
   }
 }
 
@@ -235,7 +256,7 @@ bool hasEmptyArg(std::span<const tensor_arg> args) {
   return false;
 }
 
-void validateArgs(const CompiledKernel& k, std::span<const tensor_arg> args, grid g) {
+void validateCommonArgs(const CompiledKernel& k, std::span<const tensor_arg> args, grid g) {
   const std::string kernel = "tessel: kernel '" + k.name + "'";
   if (args.size() != k.args.size())
     throw tessel::error(kernel + ": expected " + std::to_string(k.args.size()) + " argument" +
@@ -270,21 +291,10 @@ void validateArgs(const CompiledKernel& k, std::span<const tensor_arg> args, gri
       if (a.sizes[d] != 1 && a.strides[d] < 1)
         fail("stride of " + dimName(d) + " is " + std::to_string(a.strides[d]) +
              "; strides must be >= 1 (only dimensions of size 1 may have any stride)");
-    // The unit-stride dimension: the innermost one, or the one the kernel's
-    // TMA loads were compiled for (an MN-major GEMM operand, e.g. dimension 0
-    // of a column-major M x K A).
-    const int contiguous = tma ? tmaContiguousDim(k, static_cast<int>(i), rank) : inner;
-    const bool unitInner = tma || !hasStrideParam(k, static_cast<int>(i), inner);
-    if (unitInner && a.sizes[contiguous] != 1 && a.strides[contiguous] != 1) {
-      if (contiguous != inner)
-        fail("stride of " + dimName(contiguous) + " must be 1, got " +
-             std::to_string(a.strides[contiguous]) + ": the kernel was compiled for TMA loads of this "
-             "argument with " + dimName(contiguous) + " contiguous (tessel.contiguous_dim = " +
-             std::to_string(contiguous) + ")");
+    // (TMA-loaded arguments: the TMA rules below say more.)
+    if (!tma && !hasStrideParam(k, static_cast<int>(i), inner) && a.sizes[inner] != 1 && a.strides[inner] != 1)
       fail("innermost stride (" + dimName(inner) + ") must be 1, got " + std::to_string(a.strides[inner]) +
-           (tma ? ": the innermost dimension must be contiguous for TMA"
-                : ": the kernel assumes a contiguous innermost dimension"));
-    }
+           ": the kernel assumes a contiguous innermost dimension");
     if (!empty && a.data == nullptr)
       fail("data pointer is null");
     if (a.data && reinterpret_cast<std::uintptr_t>(a.data) % elem != 0)
@@ -302,28 +312,6 @@ void validateArgs(const CompiledKernel& k, std::span<const tensor_arg> args, gri
             __builtin_mul_overflow(step, elem, &step) || __builtin_add_overflow(span, step, &span))
           fail("the tensor spans more than 2^63 bytes (sizes x strides overflow)");
       }
-    }
-
-    if (!tma)
-      continue;
-    for (int d = 0; d < rank; ++d)
-      if (a.sizes[d] > kTmaMaxDim)
-        fail("size of " + dimName(d) + " is " + std::to_string(a.sizes[d]) +
-             "; TMA allows at most 2^32 elements per dimension");
-    if (a.data && reinterpret_cast<std::uintptr_t>(a.data) % 16 != 0)
-      fail("data address " + hexAddress(a.data) +
-           " is not 16-byte aligned (TMA requires a 16-byte aligned base address)");
-    for (int d = 0; d < rank; ++d) {
-      if (d == contiguous || a.sizes[d] == 1)
-        continue;  // never stepped along; planParams substitutes a legal stride
-      std::int64_t bytes = a.strides[d] * elem;
-      if (bytes % 16 != 0)
-        fail("stride of " + dimName(d) + " is " + std::to_string(a.strides[d]) + " elements = " +
-             std::to_string(bytes) + " bytes, not a multiple of 16 bytes (TMA requirement: pad it to a "
-             "multiple of " + std::to_string(16 / elem) + " elements)");
-      if (bytes >= kTmaMaxStrideBytes)
-        fail("stride of " + dimName(d) + " is " + std::to_string(bytes) +
-             " bytes; TMA requires strides below 2^40 bytes");
     }
   }
 
@@ -347,6 +335,72 @@ void validateArgs(const CompiledKernel& k, std::span<const tensor_arg> args, gri
   }
 }
 
+void validateArgs(const CompiledKernel& k, std::span<const tensor_arg> args, grid g) {
+  validateCommonArgs(k, args, g);
+  if (std::optional<TmaViolation> v = findTmaViolation(k, args))
+    throw tessel::error("tessel: kernel '" + k.name + "' argument " + std::to_string(v->arg) + ": " + v->message);
+}
+
+int tmaInnerDim(const ArgSpec& spec) {
+  return spec.contiguousDim >= 0 && spec.contiguousDim < spec.rank ? spec.contiguousDim : spec.rank - 1;
+}
+
+std::optional<TmaViolation> findTmaViolation(const CompiledKernel& k, std::span<const tensor_arg> args) {
+  for (std::size_t i = 0; i < args.size() && i < k.args.size(); ++i) {
+    const ArgSpec& spec = k.args[i];
+    if (!spec.loadedByTma || args[i].rank != spec.rank || hasEmptyArg(args.subspan(i, 1)))
+      continue;
+    auto [rule, message] = tmaRuleBroken(args[i], tmaInnerDim(spec));
+    if (rule.empty())
+      continue;
+    if (rule == "unit-stride" && contiguousDimOf(args[i]) < 0)
+      message += " (no dimension of size > 1 has stride 1: only pointer loads with the real strides, "
+                 "as in schedule multistage, can read this tensor)";
+    return TmaViolation{static_cast<int>(i), rule, message};
+  }
+  return std::nullopt;
+}
+
+int contiguousDimOf(const tensor_arg& a) {
+  if (a.rank < 1 || a.rank > 3)
+    return -1;
+  const int last = a.rank - 1;
+  if (a.sizes[last] <= 1 || a.strides[last] == 1)
+    return last;
+  // The last dimension has size > 1 and a stride other than 1.
+  for (int d = last - 1; d >= 0; --d)
+    if (a.sizes[d] > 1 && a.strides[d] == 1)
+      return d;
+  return -1;
+}
+
+std::vector<int> layoutKey(std::span<const tensor_arg> args) {
+  std::vector<int> key;
+  key.reserve(args.size());
+  for (const tensor_arg& a : args) {
+    int d = contiguousDimOf(a);
+    key.push_back(d >= 0 && d != a.rank - 1 ? d : -1);
+  }
+  return key;
+}
+
+bool isDefaultLayout(const std::vector<int>& key) {
+  for (int d : key)
+    if (d >= 0)
+      return false;
+  return true;
+}
+
+std::string variantTag(const std::string& schedule, const std::vector<int>& key) {
+  std::string tag = schedule.empty() ? std::string("kernel") : schedule;
+  if (isDefaultLayout(key))
+    return tag;
+  tag += "-L";
+  for (int d : key)
+    tag += d >= 0 ? static_cast<char>('0' + d) : '_';
+  return tag;
+}
+
 std::vector<ParamValue> planParams(const CompiledKernel& k, std::span<const tensor_arg> args, grid g) {
   std::vector<ParamValue> plan;
   plan.reserve(k.params.size());
@@ -368,7 +422,7 @@ std::vector<ParamValue> planParams(const CompiledKernel& k, std::span<const tens
       v.scalar = p.dim == 0 ? g.x : p.dim == 1 ? g.y : g.z;
       break;
     case ParamSpec::Kind::TmaUsable:
-      v.scalar = tmaUsable(a) ? 1 : 0;
+      v.scalar = tmaUsable(a, storeInnerDim(k, p.arg)) ? 1 : 0;
       break;
     case ParamSpec::Kind::TmaDescriptor: {
       TmaEncoding& e = v.tma;
@@ -376,10 +430,11 @@ std::vector<ParamValue> planParams(const CompiledKernel& k, std::span<const tens
       e.rank = static_cast<std::uint32_t>(a.rank);
       e.globalAddress = a.data;
       e.swizzleBytes = p.swizzleBytes;
-      e.zeroed = p.store && !tmaUsable(a);
-      // tensor_arg is outermost first; the tensor map is innermost first,
-      // starting with the unit-stride dimension (tmaDimOrder).
-      const std::array<int, 3> order = tmaDimOrder(a.rank, p.contiguousDim);
+      const int inner = p.contiguousDim >= 0 && p.contiguousDim < a.rank ? p.contiguousDim : a.rank - 1;
+      e.zeroed = p.store && !tmaUsable(a, inner);
+      // tensor_arg is outermost first; the tensor map is innermost first
+      // (the contiguous dimension, then the others from the last one).
+      const std::array<int, 3> order = tmaOrder(a.rank, inner);
       for (int j = 0; j < a.rank; ++j) {
         e.globalDim[j] = static_cast<std::uint64_t>(a.sizes[order[j]]);
         e.boxDim[j] = p.box[j];

@@ -23,6 +23,10 @@ struct ArgSpec {
   dtype type = dtype::f32;
   int rank = 0;
   bool loadedByTma = false;  ///< at least one parameter is a TMA descriptor of this arg
+  /// The dimension the kernel's TMA descriptors of this argument take as innermost (the
+  /// contiguous one); -1 = the last dimension. Set from a `tma:...:c<d>` parameter, which the
+  /// lowering emits when it honoured the argument's `tessel.contiguous_dim` attribute.
+  int contiguousDim = -1;
 };
 
 /// One PTX kernel parameter, in order.
@@ -52,6 +56,9 @@ struct ParamSpec {
   /// of 16 bytes); otherwise it is zeroed, a TmaUsable parameter says so, and the kernel stores
   /// through its fallback path. Such arguments are not `loadedByTma`.
   bool store = false;
+  /// TMA only: the argument dimension that is innermost in the tensor map (box[0] runs along
+  /// it); -1 = the last dimension. Written `:c<d>` after the swizzle in `tessel.params`.
+  int contiguousDim = -1;
 };
 
 struct CompiledKernel {
@@ -65,6 +72,12 @@ struct CompiledKernel {
   /// launches min(tiles, SMs) CTAs and passes the grid as GridDim parameters.
   bool persistent = false;
   std::string arch = "sm_90a";
+  /// The schedule the kernel was built with ("tma", "multistage", ...; "" when unknown or not a
+  /// GEMM), for messages.
+  std::string schedule;
+  /// "" for the kernel ts::jit compiled eagerly; otherwise the launch-time variant's tag
+  /// (runtime::variantTag), e.g. "multistage" or "tma-L0__".
+  std::string variant;
   std::string ptx;
   std::string cubin;              ///< binary image (empty if ptxas was unavailable)
   std::string ptxasLog;

@@ -17,6 +17,14 @@
 //                             the launch that caused it, naming the kernel.
 //   TESSEL_VERBOSE=1          Print compile steps, the ptxas command line and
 //                             its log to stderr (as options::verbose does).
+//   TESSEL_FALLBACK=<policy>  When an argument breaks TMA's rules (alignment,
+//                             strides) for a kernel whose schedule loads it with
+//                             TMA, tessel launches a schedule `multistage`
+//                             variant of it instead (compiled once). `warn`
+//                             (default): say so once per kernel and reason, one
+//                             "tessel: note: ..." line on stderr; `quiet`: say
+//                             nothing; `error`: throw a tessel::error naming the
+//                             argument and the rule instead of falling back.
 //   TESSEL_PTXAS=<path>       The ptxas to run. Default lookup:
 //                             $CUDA_HOME/bin/ptxas, $CUDA_PATH/bin/ptxas,
 //                             /usr/local/cuda/bin/ptxas, then ptxas on PATH.
@@ -29,6 +37,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,7 +50,11 @@ namespace tessel::runtime {
 inline constexpr const char* kKnobNames[] = {
     "TESSEL_DUMP_DIR", "TESSEL_CACHE_DIR", "TESSEL_DISABLE_CACHE",
     "TESSEL_DEBUG",    "TESSEL_VERBOSE",   "TESSEL_PTXAS",
+    "TESSEL_FALLBACK",
 };
+
+/// TESSEL_FALLBACK: what a launch does when TMA's rules fail for an argument.
+enum class FallbackPolicy { warn, quiet, error };
 
 /// The knobs' values, read from the environment by knobs().
 struct Knobs {
@@ -51,6 +64,7 @@ struct Knobs {
   bool debug = false;         ///< TESSEL_DEBUG
   bool verbose = false;       ///< TESSEL_VERBOSE
   std::string ptxas;          ///< TESSEL_PTXAS ("" = default lookup)
+  FallbackPolicy fallback = FallbackPolicy::warn;  ///< TESSEL_FALLBACK
 };
 
 /// Reads all knobs now.
@@ -62,6 +76,15 @@ std::string envString(const char* name);
 bool envFlag(const char* name);
 /// Parses a flag value (true unless "", "0", "false", "no", "off").
 bool parseFlag(std::string_view value);
+
+/// Parses a TESSEL_FALLBACK value: "warn" (also ""), "quiet", "error" (any
+/// case, surrounding blanks ignored); nullopt for anything else.
+std::optional<FallbackPolicy> parseFallbackPolicy(std::string_view value);
+/// TESSEL_FALLBACK now; an unknown value is `warn`, and a warning naming the
+/// accepted values is printed once per process.
+FallbackPolicy fallbackPolicy();
+/// "warn", "quiet", "error".
+const char* fallbackPolicyName(FallbackPolicy p);
 
 /// TESSEL_* variables in the environment that are not in kKnobNames.
 std::vector<std::string> unknownKnobs();

@@ -1,13 +1,18 @@
 //===- Kernel.h - a compiled kernel, its validation and launch -----*- C++ -*-===//
 //
 // detail::kernel_impl is what tessel::jit hands back to the user (behind a
-// shared_ptr): the CompiledKernel plus the CUDA modules it has been loaded
-// into, one per context, loaded on first launch there.
+// shared_ptr): the CompiledKernel compiled eagerly, launch-time variants of it
+// (argument layouts, the multistage fallback: kernel_impl::select), each with
+// the CUDA modules it has been loaded into, one per context, loaded on first
+// launch there.
 //
 // Launch contract (detail::launch), in order:
-//  1. validateArgs: every rule that needs no GPU (count, rank, dtype, sizes,
-//     strides, null pointers, TMA alignment and limits, grid). Each failure
-//     is a tessel::error "tessel: kernel 'K' argument I: <rule>".
+//  0. kernel_impl::select picks (compiling on first use) the variant for the
+//     arguments' layouts, falling back to schedule multistage where TMA's
+//     rules fail (TESSEL_FALLBACK).
+//  1. validateArgs on that variant: every rule that needs no GPU (count, rank,
+//     dtype, sizes, strides, null pointers, TMA alignment and limits, grid).
+//     Each failure is a tessel::error "tessel: kernel 'K' argument I: <rule>".
 //  2. The GPU: a context is made current (ensureContext), every non-empty
 //     argument must be device memory usable from that context (host memory,
 //     pinned or pageable, is rejected), and a user stream must belong to it.
@@ -30,7 +35,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <mutex>
 #include <span>
 #include <string>
@@ -41,19 +50,35 @@
 
 namespace tessel::detail {
 
-/// A compiled kernel and its per-context CUDA modules. Thread-safe: launches
-/// from several threads may share one kernel_impl.
-struct kernel_impl {
+/// What a launch-time variant of a kernel is compiled for.
+struct VariantRequest {
+  /// Per argument, the `tessel.contiguous_dim` its func argument carries; -1 = none (the last
+  /// dimension is the contiguous one). runtime::layoutKey computes it from the launch arguments.
+  std::vector<int> contiguousDims;
+  /// Compile with schedule `multistage` (the fallback when TMA's rules fail) instead of the
+  /// kernel's own schedule.
+  bool multistage = false;
+  /// runtime::variantTag(schedule, contiguousDims): names the variant in logs and dumps.
+  std::string tag;
+};
+
+/// Compiles the kernel's traced program again for a request. ts::jit installs one (it owns the
+/// traced module's text and the options; MLIR stays behind it). Throws tessel::error.
+using VariantCompiler = std::function<CompiledKernel(const VariantRequest&)>;
+
+/// One compiled kernel and its per-context CUDA modules, loaded on first use
+/// in a context. Thread-safe.
+class LoadedKernel {
+public:
   /// Checks `k` with runtime::validateCompiledKernel (throws tessel::error).
-  explicit kernel_impl(CompiledKernel k);
+  explicit LoadedKernel(CompiledKernel k);
   /// Unloads the modules (errors ignored: at process exit the driver may
   /// already be shutting down).
-  ~kernel_impl();
-  kernel_impl(const kernel_impl&) = delete;
-  kernel_impl& operator=(const kernel_impl&) = delete;
+  ~LoadedKernel();
+  LoadedKernel(const LoadedKernel&) = delete;
+  LoadedKernel& operator=(const LoadedKernel&) = delete;
 
   const CompiledKernel& compiled() const { return compiled_; }
-
   /// The kernel's function in context `context` (a CUcontext), loading the
   /// module there on first use. Returns a CUfunction. Throws tessel::error.
   void* functionFor(void* context);
@@ -69,12 +94,70 @@ private:
   std::vector<Loaded> loaded_;
 };
 
+/// A kernel as ts::jit returns it (behind a shared_ptr): the variant compiled
+/// eagerly (the primary: default layouts, the requested schedule) and the
+/// variants compiled at launch time, once each, for argument layouts and TMA
+/// fallbacks (see select). Thread-safe: launches from several threads may
+/// share one kernel_impl.
+struct kernel_impl {
+  /// `compiler` may be empty (then no variant can be built: launches use the
+  /// primary, and arguments it cannot take are errors). `verbose` adds the
+  /// TESSEL_VERBOSE log lines of select() for this kernel (options::verbose).
+  explicit kernel_impl(CompiledKernel k, VariantCompiler compiler = {}, bool verbose = false);
+  kernel_impl(const kernel_impl&) = delete;
+  kernel_impl& operator=(const kernel_impl&) = delete;
+
+  const CompiledKernel& compiled() const { return primary_.compiled(); }
+  void* functionFor(void* context) { return primary_.functionFor(context); }
+
+  /// The variant to launch `args` with, compiling it on first use:
+  ///  1. the rules every variant shares are checked (validateCommonArgs);
+  ///  2. layout: when an argument's unit-stride dimension is not its last
+  ///     (runtime::layoutKey), the variant whose func arguments carry
+  ///     `tessel.contiguous_dim` for it; otherwise the primary;
+  ///  3. fallback: when that variant loads an argument with TMA that breaks
+  ///     TMA's rules (runtime::findTmaViolation), or could not be compiled for
+  ///     the layout, the schedule `multistage` variant (pointer loads with the
+  ///     real strides: any alignment and strides) is compiled and chosen,
+  ///     as TESSEL_FALLBACK says: `warn` (default) prints a one-line
+  ///     "tessel: note: ..." to stderr once per kernel and reason, `quiet`
+  ///     does not, `error` throws a tessel::error naming the argument and the
+  ///     rule instead.
+  /// Throws tessel::error; the caller still runs validateArgs on the result.
+  LoadedKernel& select(std::span<const tensor_arg> args, grid g);
+
+  /// Tags of the variants compiled (or attempted) so far, in order (tests, logs).
+  std::vector<std::string> variantTags() const;
+
+private:
+  struct Slot {
+    std::once_flag once;
+    std::unique_ptr<LoadedKernel> kernel;
+    std::string error;  ///< the compile failure, remembered (no retry per launch)
+  };
+  /// The variant for `r`, compiled on first use (concurrent callers wait).
+  LoadedKernel& variant(const VariantRequest& r);
+  /// Prints `line` to stderr unless `key` was printed already for this kernel.
+  void noteOnce(const std::string& key, const std::string& line);
+  bool verbose() const;
+
+  LoadedKernel primary_;
+  VariantCompiler compiler_;
+  bool verbose_ = false;
+  mutable std::mutex mutex_;
+  std::map<std::string, std::unique_ptr<Slot>> variants_;
+  std::vector<std::string> order_;
+  std::set<std::string> noted_;
+};
+
 }  // namespace tessel::detail
 
 namespace tessel::runtime {
 
 /// Wraps a compiled kernel for the DSL (validates it first; no GPU needed).
-std::shared_ptr<detail::kernel_impl> makeKernel(CompiledKernel k);
+/// `compiler` builds launch-time variants (see kernel_impl::select).
+std::shared_ptr<detail::kernel_impl> makeKernel(CompiledKernel k, detail::VariantCompiler compiler = {},
+                                                bool verbose = false);
 
 /// Size in bytes of one element of `t` (i1: 1, index: 8).
 std::size_t elementSize(dtype t);
@@ -109,6 +192,44 @@ void validateCompiledKernel(const CompiledKernel& k);
 /// And for the grid: every extent >= 1, x <= 2^31-1, y and z <= 65535, and
 /// each extent a multiple of the kernel's cluster extent.
 void validateArgs(const CompiledKernel& k, std::span<const tensor_arg> args, grid g);
+/// validateArgs without the TMA rules (what every variant of a kernel shares).
+void validateCommonArgs(const CompiledKernel& k, std::span<const tensor_arg> args, grid g);
+
+/// The dimension of `spec` that its TMA descriptors take as innermost:
+/// spec.contiguousDim, or the last one.
+int tmaInnerDim(const ArgSpec& spec);
+
+/// A TMA rule that an argument loaded with TMA breaks.
+struct TmaViolation {
+  int arg = -1;
+  /// Stable name of the rule: "base-alignment", "unit-stride", "stride-multiple",
+  /// "stride-limit", "size-limit", "dtype".
+  std::string rule;
+  /// What validateArgs says after "argument I: ", e.g. "data address 0x... is not
+  /// 16-byte aligned (TMA requires a 16-byte aligned base address)".
+  std::string message;
+};
+/// The first TMA rule broken by a non-empty argument that `k` loads with TMA
+/// (with its tmaInnerDim contiguous); nullopt when there is none.
+std::optional<TmaViolation> findTmaViolation(const CompiledKernel& k, std::span<const tensor_arg> args);
+
+/// The unit-stride dimension of `a`, for layout specialisation. Dimensions of
+/// size 1 are never stepped along, so they do not count: rank-1 when the last
+/// dimension has stride 1 or size <= 1 (the default layout, also for a tensor
+/// of size-1 dimensions); else the highest dimension of size > 1 with stride 1;
+/// -1 when no dimension of size > 1 has stride 1 (only pointer paths with the
+/// real strides, e.g. schedule multistage, can address it).
+int contiguousDimOf(const tensor_arg& a);
+/// The layout key of a launch: per argument, contiguousDimOf(a) when that is
+/// not the last dimension, else -1 (the default, also for "no unit-stride
+/// dimension"). It is what a variant's `tessel.contiguous_dim` attributes say.
+std::vector<int> layoutKey(std::span<const tensor_arg> args);
+/// True when every entry of `key` is -1 (the eagerly compiled layout).
+bool isDefaultLayout(const std::vector<int>& key);
+/// A variant's name: the schedule, then "-L" and one character per argument
+/// (its contiguous dim, '_' for the default) unless the layout is the default:
+/// "multistage", "tma-L0__", "multistage-L_0_".
+std::string variantTag(const std::string& schedule, const std::vector<int>& key);
 
 /// True when some argument has zero elements (then launch does nothing).
 bool hasEmptyArg(std::span<const tensor_arg> args);

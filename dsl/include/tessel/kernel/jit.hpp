@@ -108,6 +108,10 @@ public:
 
   /// Launches on `stream` (a CUstream; nullptr = the default stream) over `g` program
   /// instances, with one tensor_arg (ts::view) per kernel parameter. Throws tessel::error.
+  /// Views whose unit-stride dimension is not the last one, or that break TMA's rules for a
+  /// TMA-based schedule, make the first such launch compile a variant of the kernel (a layout
+  /// variant, or the schedule `multistage` fallback, announced once on stderr; see the README
+  /// and TESSEL_FALLBACK); later launches reuse it.
   template <class... Args>
     requires(std::is_convertible_v<Args, tensor_arg> && ...)
   void launch(void* stream, grid g, const Args&... args) const {

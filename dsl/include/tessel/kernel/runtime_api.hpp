@@ -69,7 +69,8 @@ TESSEL_API std::shared_ptr<kernel_impl> finish_and_compile(const options& o);
 /// Abandons the current trace (after an exception in the user's functor).
 TESSEL_API void abandon_trace() noexcept;
 /// Validates `args` against the kernel's signature and launches it on `stream`
-/// (a CUstream, nullptr = default stream). Throws tessel::error.
+/// (a CUstream, nullptr = default stream), first compiling (once) the variant the
+/// arguments' layouts and alignment need, if any. Throws tessel::error.
 TESSEL_API void launch(kernel_impl& k, void* stream, grid g, std::span<const tensor_arg> args);
 /// Text of a compiled stage: "tessel", "hopper", "llvm", "ll", "ptx", "ptxas.log", "sass".
 TESSEL_API std::string stage_text(const kernel_impl& k, const std::string& stage);

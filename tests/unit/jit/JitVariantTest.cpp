@@ -1,0 +1,171 @@
+//===- JitVariantTest.cpp - launch-time variants through the real compiler --===//
+//
+// ts::jit a GEMM, then launch it with arguments that need a variant. No GPU
+// is needed: the variant is chosen and compiled before the launch looks for a
+// GPU, so the launch then fails with "no GPU" here (or, on a GPU machine, on
+// the fake device addresses) - after the note has been printed and the
+// variant dumped. What the variant is made of is read back from the dump.
+//
+//===----------------------------------------------------------------------===//
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "02_gemm/gemm.hpp"
+
+namespace ts = tessel;
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+namespace {
+
+class ScopedEnv {
+public:
+  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value)
+      setenv(name, value->c_str(), 1);
+    else
+      unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      setenv(name_.c_str(), old_->c_str(), 1);
+    else
+      unsetenv(name_.c_str());
+  }
+
+private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+const void* fake(std::uintptr_t a) { return reinterpret_cast<const void*>(a); }
+
+constexpr std::int64_t M = 256, N = 128, K = 512;
+
+class JitVariants : public ::testing::Test {
+protected:
+  ScopedEnv fresh{"TESSEL_DISABLE_CACHE", "1"};
+  ScopedEnv policy{"TESSEL_FALLBACK", std::nullopt};
+  ScopedEnv dumpEnv{"TESSEL_DUMP_DIR", std::nullopt};
+  fs::path dir;
+
+  void SetUp() override {
+    dir = fs::temp_directory_path() /
+          ("tessel-jit-variants-" + std::to_string(::getpid()) + "-" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+
+  ts::kernel jit(ts::schedule s, bool verbose = false) {
+    return ts::jit(examples::gemm<128, 128, 64>{},
+                   {.schedule = s, .stages = 3, .dump_dir = dir.string(), .verbose = verbose});
+  }
+
+  /// Launches; the launch must throw (no GPU, or fake addresses on a GPU). Returns stderr.
+  std::string launch(ts::kernel& k, ts::tensor_arg a, ts::tensor_arg b, ts::tensor_arg c,
+                     std::string* error = nullptr) {
+    ::testing::internal::CaptureStderr();
+    std::string what;
+    try {
+      k.launch(nullptr, ts::grid{2, 1}, a, b, c);
+    } catch (const ts::error& e) {
+      what = e.what();
+    }
+    std::string err = ::testing::internal::GetCapturedStderr();
+    std::printf("%s  (launch: %s)\n", err.c_str(), what.c_str());
+    EXPECT_NE(what, "") << "the launch with fake addresses did not throw";
+    if (error) *error = what;
+    return err;
+  }
+
+  ts::tensor_arg A(std::uintptr_t addr = 0x7f0000100000) { return ts::view<ts::bf16>(fake(addr), {M, K}); }
+  ts::tensor_arg B() { return ts::view<ts::bf16>(fake(0x7f0000200000), {N, K}); }
+  ts::tensor_arg C() { return ts::view<ts::bf16>(fake(0x7f0000300000), {M, N}); }
+};
+
+TEST_F(JitVariants, MisalignedOperandCompilesTheMultistageVariantOnceWithANote) {
+  ts::kernel k = jit(ts::schedule::tma);
+  std::string error;
+  std::string err = launch(k, A(0x7f0000100002), B(), C(), &error);
+  EXPECT_THAT(err, HasSubstr("tessel: note: kernel '" + k.name() + "' (schedule tma) argument 0: data address "
+                             "0x7f0000100002 is not 16-byte aligned (TMA requires a 16-byte aligned base "
+                             "address); launching the schedule multistage variant instead"));
+  // What stopped the launch afterwards is the missing GPU (or the fake address), not the rule.
+  EXPECT_THAT(error, Not(HasSubstr("16-byte aligned")));
+  std::string scheduled = slurp(dir / "variant-multistage" / "02-scheduled.mlir");
+  EXPECT_THAT(scheduled, HasSubstr("#tessel.schedule<kind = multistage"));
+  EXPECT_TRUE(fs::exists(dir / "variant-multistage" / "07-kernel.ptx"));
+  EXPECT_THAT(slurp(dir / "02-scheduled.mlir"), HasSubstr("kind = tma"));  // the eager kernel's dump
+
+  // Once per kernel and reason; the variant is not compiled again (its dump is not rewritten).
+  fs::remove_all(dir / "variant-multistage");
+  EXPECT_EQ(launch(k, A(0x7f0000100006), B(), C()), "");
+  EXPECT_FALSE(fs::exists(dir / "variant-multistage"));
+}
+
+TEST_F(JitVariants, OddLeadingDimensionFallsBackForWarpSpecialized) {
+  ts::kernel k = jit(ts::schedule::warp_specialized);
+  std::string err = launch(k, ts::view<ts::bf16>(fake(0x7f0000100000), {M, K - 1}, {K - 1, 1}),
+                           ts::view<ts::bf16>(fake(0x7f0000200000), {N, K - 1}, {K - 1, 1}), C());
+  EXPECT_THAT(err, HasSubstr("(schedule warp_specialized) argument 0: stride of dimension 0 is 511 elements = "
+                             "1022 bytes, not a multiple of 16 bytes"));
+  EXPECT_TRUE(fs::exists(dir / "variant-multistage" / "02-scheduled.mlir"));
+}
+
+TEST_F(JitVariants, ColumnMajorOperandGetsALayoutVariant) {
+  ts::kernel k = jit(ts::schedule::tma, /*verbose=*/true);
+  std::string err = launch(k, ts::view<ts::bf16>(fake(0x7f0000100000), {M, K}, {1, M}), B(), C());
+  EXPECT_THAT(err, HasSubstr("tessel: compiling variant 'tma-L0__' of '" + k.name() +
+                             "' (argument 0 contiguous along dimension 0)"));
+  std::string traced = slurp(dir / "variant-tma-L0__" / "01-tessel.mlir");
+  EXPECT_THAT(traced, HasSubstr("tessel.contiguous_dim = 0 : i64"));
+  if (err.find("tessel: note:") != std::string::npos) {
+    // The lowering loads A K-contiguous only: TMA's unit-stride rule fails, multistage runs it.
+    EXPECT_THAT(err, HasSubstr("argument 0: innermost stride (dimension 1) must be 1, got 256"));
+    EXPECT_THAT(slurp(dir / "variant-multistage-L0__" / "01-tessel.mlir"),
+                HasSubstr("tessel.contiguous_dim = 0 : i64"));
+    EXPECT_THAT(err, HasSubstr("launching variant 'multistage-L0__'"));
+  } else {
+    EXPECT_THAT(err, HasSubstr("launching variant 'tma-L0__'"));
+  }
+}
+
+TEST_F(JitVariants, ColumnMajorOutputNeedsNoFallback) {
+  ts::kernel k = jit(ts::schedule::cooperative);
+  std::string err = launch(k, A(), B(), ts::view<ts::bf16>(fake(0x7f0000300000), {M, N}, {1, M}));
+  EXPECT_THAT(err, Not(HasSubstr("tessel: note")));
+  EXPECT_THAT(slurp(dir / "variant-cooperative-L__0" / "01-tessel.mlir"), HasSubstr("tessel.contiguous_dim = 0 : i64"));
+  EXPECT_FALSE(fs::exists(dir / "variant-multistage"));
+}
+
+TEST_F(JitVariants, ErrorPolicyRefusesWithTheArgumentAndTheRule) {
+  ScopedEnv strict{"TESSEL_FALLBACK", "error"};
+  ts::kernel k = jit(ts::schedule::pingpong);
+  std::string error;
+  std::string err = launch(k, A(), ts::view<ts::bf16>(fake(0x7f0000200008), {N, K}), C(), &error);
+  EXPECT_EQ(err, "");
+  EXPECT_THAT(error, HasSubstr("tessel: kernel '" + k.name() + "' (schedule pingpong) argument 1: data address "
+                               "0x7f0000200008 is not 16-byte aligned"));
+  EXPECT_THAT(error, HasSubstr("TESSEL_FALLBACK=error forbids falling back to schedule multistage"));
+  EXPECT_FALSE(fs::exists(dir / "variant-multistage"));
+}
+
+}  // namespace
