@@ -1,6 +1,8 @@
 // bench_util.cu - see bench_util.h.
 #include "bench_util.h"
 
+#include <cctype>
+
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <dlfcn.h>
@@ -366,24 +368,35 @@ lt_context::~lt_context() {
 }
 
 lt_gemm::lt_gemm(lt_context& ctx, std::int64_t M, std::int64_t N, std::int64_t K, out_type out, epilogue ep,
-                 const void* bias, int max_algos)
+                 const void* bias, int max_algos, gemm_layout layout)
     : ctx_(ctx) {
   try {
-    init(M, N, K, out, ep, bias, max_algos);
+    init(M, N, K, out, ep, bias, max_algos, layout);
   } catch (...) {
     destroy();
     throw;
   }
 }
 
+gemm_layout gemm_layout::parse(const std::string& s) {
+  std::string u;
+  for (char c : s) u += char(std::toupper(static_cast<unsigned char>(c)));
+  if (u.size() != 2 || (u[0] != 'T' && u[0] != 'N') || (u[1] != 'T' && u[1] != 'N'))
+    throw std::invalid_argument("layout '" + s + "' is not one of TN, NN, NT, TT");
+  return gemm_layout{u[0] == 'T', u[1] == 'N'};
+}
+
 void lt_gemm::init(std::int64_t M, std::int64_t N, std::int64_t K, out_type out, epilogue ep, const void* bias,
-                   int max_algos) {
+                   int max_algos, gemm_layout layout) {
   if (M <= 0 || N <= 0 || K <= 0) throw std::invalid_argument("lt_gemm: empty problem");
   if (ep == epilogue::bias_relu && !bias) throw std::invalid_argument("lt_gemm: bias_relu needs a bias pointer");
   cublasLtMatmulDesc_t op = nullptr;
   TB_LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   op_ = op;
-  cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+  // K-contiguous B is K x N column-major, op T; N-contiguous B is N x K column-major, op N.
+  // K-contiguous A is K x M column-major, op N; M-contiguous A is M x K column-major, op T.
+  cublasOperation_t ta = layout.b_k_contiguous ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t tb = layout.a_k_contiguous ? CUBLAS_OP_N : CUBLAS_OP_T;
   TB_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
   TB_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
   if (ep == epilogue::bias_relu) {
@@ -394,11 +407,17 @@ void lt_gemm::init(std::int64_t M, std::int64_t N, std::int64_t K, out_type out,
     TB_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
   }
   cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
-  // cuBLASLt A := our B buffer, K x N column-major (ld K), op T.
-  TB_LT(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, std::uint64_t(K), std::uint64_t(N), K));
+  // cuBLASLt A := our B buffer, K x N column-major (ld K), op T (TN layout).
+  if (layout.b_k_contiguous)
+    TB_LT(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, std::uint64_t(K), std::uint64_t(N), K));
+  else
+    TB_LT(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, std::uint64_t(N), std::uint64_t(K), N));
   a_ = la;
-  // cuBLASLt B := our A buffer, K x M column-major (ld K), op N.
-  TB_LT(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, std::uint64_t(K), std::uint64_t(M), K));
+  // cuBLASLt B := our A buffer, K x M column-major (ld K), op N (TN layout).
+  if (layout.a_k_contiguous)
+    TB_LT(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, std::uint64_t(K), std::uint64_t(M), K));
+  else
+    TB_LT(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, std::uint64_t(M), std::uint64_t(K), M));
   b_ = lb;
   // D := our C buffer, N x M column-major (ld N).
   TB_LT(cublasLtMatrixLayoutCreate(&ld, out == out_type::bf16 ? CUDA_R_16BF : CUDA_R_32F, std::uint64_t(N),
@@ -515,7 +534,7 @@ const float* gemm_problem::reference(lt_context& lt, cudaStream_t stream) {
   if (!ref_) {
     device_buffer r(std::size_t(M) * std::size_t(N) * 4);
     poison_nan(r.get(), r.bytes(), stream);
-    lt_gemm g(lt, M, N, K, out_type::f32);
+    lt_gemm g(lt, M, N, K, out_type::f32, epilogue::none, nullptr, 1, layout);
     g.run(A(0), B(0), r.get(), stream);
     if (with_bias()) bias_relu_f32_inplace(r.as<float>(), bias(0), M, N, stream);
     TB_CUDA(cudaStreamSynchronize(stream));

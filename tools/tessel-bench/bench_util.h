@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -138,6 +139,27 @@ std::vector<std::uint16_t> to_host_bf16(const void* p, std::size_t n);
 enum class out_type { bf16, f32 };
 enum class epilogue { none, bias_relu };
 
+/// Operand layouts of C (M x N, row-major) = A (M x K) B (N x K)^T, named as BLAS names them
+/// (column-major, first letter A, second B): "TN" is A and B both K-contiguous (row-major M x K
+/// and N x K, the default); "N" for A means M-contiguous (A's buffer is K x M row-major), "T"
+/// for B means N-contiguous (B's buffer is K x N row-major). The buffers hold the same elements
+/// in every layout; only the strides differ.
+struct gemm_layout {
+  bool a_k_contiguous = true;
+  bool b_k_contiguous = true;
+  std::string str() const { return std::string(a_k_contiguous ? "T" : "N") + (b_k_contiguous ? "N" : "T"); }
+  bool operator==(const gemm_layout&) const = default;
+  /// "TN", "NN", "NT", "TT" (case-insensitive); throws std::invalid_argument otherwise.
+  static gemm_layout parse(const std::string& s);
+  /// Element strides {outer, inner} of the M x K (A) and N x K (B) views.
+  std::array<std::int64_t, 2> a_strides(std::int64_t M, std::int64_t K) const {
+    return a_k_contiguous ? std::array<std::int64_t, 2>{K, 1} : std::array<std::int64_t, 2>{1, M};
+  }
+  std::array<std::int64_t, 2> b_strides(std::int64_t N, std::int64_t K) const {
+    return b_k_contiguous ? std::array<std::int64_t, 2>{K, 1} : std::array<std::int64_t, 2>{1, N};
+  }
+};
+
 /// One cuBLASLt handle + workspace; create once per process/device.
 class lt_context {
 public:
@@ -168,7 +190,7 @@ public:
   /// Asks cuBLASLt's heuristic for up to `max_algos` algorithms (the first is the default).
   /// For epilogue::bias_relu, `bias` is the device bias pointer used by every run.
   lt_gemm(lt_context& ctx, std::int64_t M, std::int64_t N, std::int64_t K, out_type out,
-          epilogue ep = epilogue::none, const void* bias = nullptr, int max_algos = 1);
+          epilogue ep = epilogue::none, const void* bias = nullptr, int max_algos = 1, gemm_layout layout = {});
   ~lt_gemm();
   lt_gemm(const lt_gemm&) = delete;
   lt_gemm& operator=(const lt_gemm&) = delete;
@@ -180,7 +202,8 @@ public:
   std::string algo_description() const;  ///< "algo 66 tile 20 stages 3 splitK 1 cluster 2 ..."
 
 private:
-  void init(std::int64_t M, std::int64_t N, std::int64_t K, out_type out, epilogue ep, const void* bias, int max_algos);
+  void init(std::int64_t M, std::int64_t N, std::int64_t K, out_type out, epilogue ep, const void* bias, int max_algos,
+            gemm_layout layout);
   void destroy() noexcept;
   lt_context& ctx_;
   void* op_ = nullptr;                  // cublasLtMatmulDesc_t
@@ -202,6 +225,8 @@ public:
                std::uint64_t seed = 1, int min_sets = 3, std::size_t max_total_bytes = 24ull << 30,
                cudaStream_t stream = nullptr);
   std::int64_t M, N, K;
+  /// How A's and B's buffers are read (the reference follows it); set before reference().
+  gemm_layout layout;
   int sets() const { return static_cast<int>(a_.size()); }
   const void* A(int i) const { return a_[i % sets()].get(); }
   const void* B(int i) const { return b_[i % sets()].get(); }

@@ -49,16 +49,14 @@ struct ParamSpec {
   int swizzleBytes = 0;
   /// TMA only: the argument's dimension with unit stride, the tensor map's innermost one
   /// (the others follow from the last to the first); -1: the last dimension (row-major).
-  /// A kernel compiled for an MN-major operand has 0 here for it.
+  /// A kernel compiled for an MN-major operand has 0 here for it. Written `:c<d>` after the
+  /// swizzle in `tessel.params`.
   int contiguousDim = -1;
   /// TMA only: a descriptor for TMA stores of an output. It is encoded only when the argument
   /// meets TMA's rules (16-byte aligned base, contiguous inner dimension, outer strides multiples
   /// of 16 bytes); otherwise it is zeroed, a TmaUsable parameter says so, and the kernel stores
   /// through its fallback path. Such arguments are not `loadedByTma`.
   bool store = false;
-  /// TMA only: the argument dimension that is innermost in the tensor map (box[0] runs along
-  /// it); -1 = the last dimension. Written `:c<d>` after the swizzle in `tessel.params`.
-  int contiguousDim = -1;
 };
 
 struct CompiledKernel {
