@@ -57,6 +57,20 @@ inline MultistageWarps multistageWarps(int64_t bm, int64_t bn) {
   return {wm, wn, bm / wm, bn / wn};
 }
 
+/// Argument attribute (i64) naming the unit-stride dimension of a kernel
+/// tensor argument, set by the runtime from the views' strides; absent means
+/// the last dimension (row-major). A schedule may specialise its copies for it;
+/// the kernel still checks the real strides at run time.
+constexpr llvm::StringLiteral kContiguousDimAttr = "tessel.contiguous_dim";
+/// The dimension `tessel.contiguous_dim` names for argument `arg` of `fn`
+/// (rank - 1 when absent or out of range).
+inline int64_t contiguousDim(func::FuncOp fn, unsigned arg, int64_t rank) {
+  if (auto a = fn.getArgAttrOfType<IntegerAttr>(arg, kContiguousDimAttr))
+    if (a.getInt() >= 0 && a.getInt() < rank)
+      return a.getInt();
+  return rank - 1;
+}
+
 } // namespace mlir::tessel
 
 #endif // TESSEL_TRANSFORMS_GEMMMATCH_H
