@@ -7,40 +7,48 @@
 // so any base alignment and any strides work (DESIGN.md §5: the fallback when
 // TMA's rules do not hold).
 //
-// Geometry (BK * 2 bytes = 64 or 128 bytes per tile row, i.e. C = 4 or 8
-// 16-byte chunks; warps = warpsM x warpsN of wm x wn, multistageWarps()):
+// Geometry (warps = warpsM x warpsN of wm x wn, multistageWarps()):
 //
-//   smem:  A[stages][BM rows x BK] | B[stages][BN rows x BK]      (K-major rows)
-//
-//   one tile row (C = 8 shown), chunk c of row r is stored at chunk c ^ swz(r):
-//     row r:  | c0^s | c1^s | ... | c7^s |   16 B each, s = swz(r)
-//   swz(r) = r % 8             for C = 8 (128-byte rows)
-//   swz(r) = (r / 2) % 4       for C = 4 (64-byte rows: two rows per 128 B)
+//   smem:  A[stages][tile] | B[stages][tile]
+//   K-major operand (K has unit stride, the default): MN rows of BK elements;
+//   MN-major operand (tessel.contiguous_dim names the M / N dim): BK rows of
+//   BM / BN elements. Either way a row is cpr 16-byte chunks along the
+//   unit-stride dim (cpr = 4 or a multiple of 8), and
+//     chunk c of row r is stored at chunk c ^ swz(r):
+//   swz(r) = r % 8             for cpr >= 8 (128-byte groups of a row)
+//   swz(r) = (r / 2) % 4       for cpr = 4 (64-byte rows: two rows per 128 B)
 //   ldmatrix reads one logical chunk of 8 consecutive rows per 8x8 matrix;
 //   the XOR spreads those 8 x 16 B over the 8 distinct 16-byte slots of a
 //   128-byte bank window, so neither ldmatrix nor the cp.async writes (8
-//   threads = 8 distinct slots) conflict.
+//   consecutive threads = 8 distinct slots) conflict.
 //
-// Pipeline, for nk k-tiles and S = stages (tile j lives in stage j % S):
+// Pipeline, for nk k-tiles, S = stages, KS = BK / 16 k16 steps per tile:
 //
 //   prologue:  for t in [0, S-1):  copy tile t if t < nk; commit_group
-//   loop j in [0, nk):
-//     cp.async.wait_group S-2       -> this thread's copies of tile j landed
-//     bar.sync                      -> everyone's copies of tile j landed, and
-//                                      everyone finished computing tile j-1
-//     copy tile j+S-1 into stage (j-1) % S if j+S-1 < nk; commit_group
-//     for kk in [0, BK/16): ldmatrix A (wm/16 x .x4), B (wn/16 x .x4);
-//                           (wm/16) x (wn/8) mma.sync m16n8k16
+//   cp.async.wait_group S-2; bar.sync; load the fragments of tile 0, step 0
+//   loop j in [0, nk) (reads stage j % S, writes stage (j+S-1) % S):
+//     for kk in [0, KS):
+//       kk < KS-1: copy group kk of tile j+S-1 (a tile's chunks are spread
+//                  over the first KS-1 steps; none past nk)
+//       ldmatrix the B fragments of the next step (kk+1, or the next tile's
+//       step 0 when kk = KS-1), and per 16-row block mi the A fragment of the
+//       next block, then this block's row of mma.sync (register double
+//       buffer: the loads overlap the mma);
+//       kk = KS-2: also every A fragment of step KS-1; then commit_group,
+//                  cp.async.wait_group S-2, bar.sync
 //   cp.async.wait_group 0; epilogue on the C fragments.
 //
 // Ordering rules of the asynchronous parts:
 //   1. Every thread commits exactly one cp.async group per prologue step and
 //      per loop iteration, empty or not, so that group g always holds tile g
-//      and `wait_group S-2` at iteration j means "tiles 0..j are complete".
+//      and `wait_group S-2` in iteration j means "tiles 0..j+1 are complete".
 //   2. wait_group only covers the calling thread's copies: the bar.sync after
-//      it makes all threads' copies of tile j visible to every warp.
-//   3. Stage (j-1) % S is overwritten in iteration j only after that bar.sync,
-//      i.e. after every warp's ldmatrix of tile j-1 (iteration j-1) completed.
+//      it makes all threads' copies of tile j+1 visible to every warp before
+//      any warp loads the fragments of tile j+1's step 0 (step KS-1).
+//   3. Stage (j-1) % S is overwritten in iteration j only after iteration
+//      j-1's bar.sync; every read of tile j-1's stage comes before it (steps
+//      0..KS-2 of iteration j-1 load everything of step KS-1; step KS-1 reads
+//      only tile j's stage).
 //   4. The synchronous fallback copy (unaligned rows) writes with st.shared at
 //      the same point as the cp.async it replaces; rules 2 and 3 cover it.
 //   5. The epilogue reads only registers; wait_group 0 before it leaves no
@@ -48,21 +56,33 @@
 //
 // Fragments (PTX ISA, mma.m16n8k16 with .bf16/.f16; g = lane / 4, t = lane % 4):
 //   A (16x16, row): a0 (g, 2t..2t+1)  a1 (g+8, 2t..)  a2 (g, 2t+8..)  a3 (g+8, 2t+8..)
-//     = ldmatrix.x4 of matrices (rows 0-7, k 0-7), (rows 8-15, k 0-7),
-//       (rows 0-7, k 8-15), (rows 8-15, k 8-15): lane l addresses row l % 16,
-//       chunk l / 16.
-//   B (16x8, col; stored N x K): b0 (k 2t..2t+1, n g)  b1 (k 2t+8.., n g)
-//     = ldmatrix.x4 (non-transposed: rows are n, k contiguous) of matrices
-//       (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15):
-//       two n8 tiles; lane l addresses row l % 8 + 8 (l / 16), chunk (l / 8) % 2.
+//     = ldmatrix.x4 of matrices (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15),
+//       (m 8-15, k 8-15).
+//   B (16x8, col): b0 (k 2t..2t+1, n g)  b1 (k 2t+8.., n g); one x4 loads two
+//     n8 tiles: (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15).
+//   Lane l addresses row / chunk ("x16": row l % 16, chunk l / 16; "x8": row
+//   l % 8 + 8 (l / 16), chunk (l / 8) % 2) of its matrix:
+//     A K-major  x16, rows m, chunks k;      A MN-major x8 .trans, rows k, chunks m
+//     B K-major  x8,  rows n, chunks k;      B MN-major x16 .trans, rows k, chunks n
+//   (.trans hands lane l the elements (2t, g) and (2t+1, g) of the stored 8x8
+//   matrix, which is the row-major A / column-major B fragment of an MN-major
+//   tile.) Every row a lane addresses is l % 8 modulo 8, so its swizzle is
+//   swz(l % 8). K-major: block +16 rows = immediate offset, k16 step = chunk
+//   + 2 kk = address XOR 32 kk; MN-major: block = address XOR 32 blk, k16 step
+//   = +16 rows = immediate (the chunk bits of the rest of the address are 0).
 //   C (16x8, f32): c0, c1 (g, 2t and 2t+1)  c2, c3 (g+8, 2t and 2t+1).
 //
-// Copies: 16-byte `cp.async.cg` with a source size of 0..16 bytes (the rest is
-// zero-filled) when the operand's rows are 16-byte aligned (base address, row
-// stride and the tile's k offset multiples of 16 bytes, unit inner stride:
-// checked at run time, uniformly for the CTA); otherwise each chunk's 8
-// elements are loaded with bounds checks and stored with one st.shared.v4 (a
-// synchronous copy: correct for any alignment and stride, slower).
+// Copies (per tile, uniform for the CTA): when the tile lies inside the
+// tensor and its rows are 16-byte aligned (base, row stride and the tile's
+// offset along the row multiples of 16 bytes, unit stride along the row),
+// unpredicated 16-byte `cp.async.cg`, thread chunk i at [dst ^ xor_i + imm_i]
+// from a pointer stepped by a constant row distance; at the edges the same
+// with a source size of 0..16 bytes (the rest zero-filled); otherwise each
+// chunk's 8 elements are loaded with bounds checks and the real strides and
+// stored with one st.shared.v4 (synchronous, any alignment and strides).
+// Grid: %ctaid is remapped to the user's program ids in grouped raster order
+// (kRasterGroup tiles along program_id 0), so that co-resident CTAs share
+// tiles of A and B in L2.
 //
 //===----------------------------------------------------------------------===//
 
@@ -446,8 +466,12 @@ static SmallVector<Value> ldmatrixX4(KernelBuilder &kb, OpBuilder &b, Location l
   // K-major: block = +16 rows (immediate), k16 step = chunk + 2 kk (XOR);
   // MN-major: block = chunk + 2 blk (XOR), k16 step = +16 rows (immediate).
   int64_t x = 32 * (kMajor ? kk : blk), imm = 16 * (kMajor ? blk : kk) * pitch;
+  // MN-major: the per-block XOR goes through an opaque copy of the lane
+  // address, so that LLVM does not keep one XORed address per block live
+  // across the k16 steps (the A operand's 4 blocks then spilled).
+  Value src = !kMajor && x ? opaque(b, loc, laneS) : laneS;
   Value addr = x ? b.create<arith::XOrIOp>(
-                        loc, laneS, b.create<arith::ConstantIntOp>(loc, b.getI32Type(), x))
+                        loc, src, b.create<arith::ConstantIntOp>(loc, b.getI32Type(), x))
                        .getResult()
                  : laneS;
   std::string code = std::string("ldmatrix.sync.aligned.m8n8.x4") + (kMajor ? "" : ".trans") +
