@@ -11,6 +11,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <ostream>
@@ -342,6 +343,99 @@ INSTANTIATE_TEST_SUITE_P(Shapes, MultistageGemmBiasRelu,
                                                               tb::gemm_shape{129, 7, 1000},
                                                               tb::gemm_shape{3000, 5000, 2000})),
                          param_name);
+
+// Schedule multistage with MN-major operands, built from strided views of transposed copies of the
+// problem's inputs. Layouts name A then B the BLAS way for C = A B^T computed as C^T = B A^T by a
+// column-major library: "T" A / "N" B is K-contiguous (the TN case every other test uses), "N" A
+// is M-contiguous (A^T stored K x M, view {M, K} strides {1, M}), "T" B is N-contiguous (B^T stored
+// K x N, view {N, K} strides {1, N}). With the runtime's variant selection (tessel.contiguous_dim
+// set from the strides) MN-major tiles take cp.async + ldmatrix.trans when their rows are 16-byte
+// aligned (M or N a multiple of 8) and the synchronous strided copy otherwise; without it every
+// MN-major operand takes the synchronous strided copy. Shapes have tails in M, N and K.
+namespace {
+
+/// `src` (rows x cols bf16, row-major, device) transposed into a new cols x rows device buffer.
+tb::device_buffer transposed_copy(const void* src, std::int64_t rows, std::int64_t cols) {
+  const std::size_t n = std::size_t(rows) * std::size_t(cols);
+  std::vector<std::uint16_t> h(n), t(n);
+  EXPECT_EQ(cudaMemcpy(h.data(), src, n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c) t[std::size_t(c) * rows + r] = h[std::size_t(r) * cols + c];
+  tb::device_buffer out(std::max<std::size_t>(n * 2, 16));
+  EXPECT_EQ(cudaMemcpy(out.get(), t.data(), n * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  return out;
+}
+
+void check_layout(const std::string& layout, const tb::tile_shape& tile, int stages, const tb::gemm_shape& shape) {
+  cached_kernel& ck = get_kernel(tb::gemm_variant::plain, tile, ts::schedule::multistage, stages);
+  ASSERT_TRUE(ck.kernel) << "tessel could not build the kernel: " << ck.error;
+  const bool a_m_major = layout[0] == 'N', b_n_major = layout[1] == 'T';
+  cudaStream_t stream = nullptr;
+  tb::gemm_problem p(shape.m, shape.n, shape.k, false, device(), case_seed(shape, tile, stages) + layout[0] * 3 + layout[1],
+                     1, 0, stream);
+  const float* ref = p.reference(cublas(), stream);
+  const std::size_t n = std::size_t(p.M) * std::size_t(p.N);
+  tb::device_buffer at, bt;
+  if (a_m_major) at = transposed_copy(p.A(0), p.M, p.K);
+  if (b_n_major) bt = transposed_copy(p.B(0), p.N, p.K);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  auto run = [&] {
+    ts::tensor_arg a = a_m_major ? ts::view<ts::bf16>(at.get(), {p.M, p.K}, {1, p.M})
+                                 : ts::view<ts::bf16>(p.A(0), {p.M, p.K});
+    ts::tensor_arg b = b_n_major ? ts::view<ts::bf16>(bt.get(), {p.N, p.K}, {1, p.N})
+                                 : ts::view<ts::bf16>(p.B(0), {p.N, p.K});
+    ck.kernel->launch(stream, tb::gemm_grid(tile, p.M, p.N), a, b, ts::view<ts::bf16>(p.C(0), {p.M, p.N}));
+  };
+
+  p.poison(0, stream);
+  ASSERT_NO_THROW(run());
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
+  tb::compare_stats st = p.check_set0(cublas(), stream);
+  EXPECT_EQ(st.nonfinite, 0u) << "elements left NaN (never written?) or Inf: " << st.str();
+  EXPECT_LT(st.rel_err, 1e-2) << st.str();
+  int bad = 0;
+  for (const auto& s : tessel_gpu_test::cpu_samples(p, ref, tile.bm, tile.bn)) {
+    double tol = tessel_gpu_test::sample_tol(s.want, p.K);
+    if (!(std::abs(s.got - s.want) <= tol) && bad++ < 8)
+      ADD_FAILURE() << "C[" << s.m << "][" << s.n << "] = " << s.got << ", CPU reference " << s.want;
+  }
+  EXPECT_EQ(bad, 0) << bad << " sampled elements differ from the CPU reference";
+
+  tb::device_buffer first(n * 2 + 16);
+  ASSERT_EQ(cudaMemcpy(first.get(), p.C(0), n * 2, cudaMemcpyDeviceToDevice), cudaSuccess);
+  p.poison(0, stream);
+  ASSERT_NO_THROW(run());
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
+  EXPECT_EQ(tb::count_mismatched_u16(first.get(), p.C(0), n, stream), 0u) << "two runs on the same inputs differ";
+}
+
+using layout_param = std::tuple<std::string, tb::tile_shape, tb::gemm_shape>;
+
+std::string layout_param_name(const ::testing::TestParamInfo<layout_param>& info) {
+  const auto& [layout, tile, shape] = info.param;
+  return layout + "_" + tile_name(tile) + "_" + shape.str();
+}
+
+}  // namespace
+
+class MultistageLayout : public ::testing::TestWithParam<layout_param> {};
+
+TEST_P(MultistageLayout, MatchesReference) {
+  TESSEL_REQUIRE_GPU();
+  const auto& [layout, tile, shape] = GetParam();
+  check_layout(layout, tile, 3, shape);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, MultistageLayout,
+    ::testing::Combine(::testing::Values(std::string("TN"), std::string("NN"), std::string("NT"), std::string("TT")),
+                       ::testing::Values(tb::tile_shape{128, 128, 32}, tb::tile_shape{128, 256, 64}),
+                       ::testing::Values(tb::gemm_shape{1, 1, 1}, tb::gemm_shape{7, 64, 129},
+                                         tb::gemm_shape{64, 7, 1000}, tb::gemm_shape{129, 1000, 7},
+                                         tb::gemm_shape{1000, 129, 64}, tb::gemm_shape{64, 64, 64},
+                                         tb::gemm_shape{129, 129, 129}, tb::gemm_shape{1, 1000, 64},
+                                         tb::gemm_shape{1000, 1, 129}, tb::gemm_shape{1000, 1000, 1000})),
+    layout_param_name);
 
 TEST(GpuAvailable, AgreesWithCudaRuntime) {
   TESSEL_REQUIRE_GPU();

@@ -62,7 +62,8 @@ std::string tile_shape::str() const {
 
 const std::vector<tile_shape>& supported_tiles() {
   static const std::vector<tile_shape> tiles = {{128, 256, 64}, {128, 128, 64}, {256, 128, 64}, {128, 64, 64},
-                                                {128, 128, 32}};  // BK 32: multistage only
+                                                // BK 32: multistage only
+                                                {128, 128, 32}, {128, 256, 32}, {256, 128, 32}};
   return tiles;
 }
 
@@ -149,6 +150,8 @@ ts::kernel jit_gemm(gemm_variant v, const tile_shape& t, const ts::options& o) {
   if (t == tile_shape{256, 128, 64}) return jit_tile<256, 128, 64>(v, o);
   if (t == tile_shape{128, 64, 64}) return jit_tile<128, 64, 64>(v, o);
   if (t == tile_shape{128, 128, 32}) return jit_tile<128, 128, 32>(v, o);
+  if (t == tile_shape{128, 256, 32}) return jit_tile<128, 256, 32>(v, o);
+  if (t == tile_shape{256, 128, 32}) return jit_tile<256, 128, 32>(v, o);
   throw usage_error("tile " + t.str() + " is not instantiated in tessel_gemm.cpp");
 }
 

@@ -97,18 +97,31 @@ private:
   /// mma.sync m16n8k16, every warp computing.
   LogicalResult buildMultistage();
   // ---- schedule `multistage` helpers (MultistageSchedule.cpp) -------------
-  /// Tile, warp and shared-memory geometry of the multistage kernel.
+  /// Tile, warp and shared-memory geometry of the multistage kernel, and of
+  /// each operand (K- or MN-major in global and shared memory).
   struct MultistagePlan;
-  /// cp.async (or, for unaligned rows, synchronous element copies) of the
-  /// `rows` x BK tile of `op` at k offset `kv` into the swizzled tile at
-  /// shared byte address `dst`; zero-fills rows/columns outside the tensor.
-  LogicalResult msCopyTile(const MultistagePlan &p, GemmOperand op, Value kv, Value dst,
-                           int64_t rows);
-  /// Copies A and B tile `j` (i32) into stage `s` when j < nk (no commit).
-  LogicalResult msIssueTile(const MultistagePlan &p, Value j, Value s);
-  /// BK/16 k16 steps of ldmatrix + mma.sync on stage `s`. Returns the new
-  /// accumulator (a struct of the warp tile's f32 registers).
-  Value msMmaStage(const MultistagePlan &p, Value acc, Value s);
+  struct MsOperand;
+  /// Grouped raster order: remaps %ctaid to the user's program ids so that
+  /// CTAs running at the same time share A and B tiles in L2.
+  void msRasterProgramIds();
+  /// Per-thread invariants of operand `o` (copy chunk, ldmatrix lane offset).
+  LogicalResult msPlanOperand(MultistagePlan &p, MsOperand &o);
+  /// Copies chunks [iBegin, iEnd) of this thread's share of tile `t` (i32) of
+  /// operand `o` into ring stage `stage` (i32): unpredicated cp.async when the
+  /// tile lies inside the tensor, cp.async with a source size (zero-fill) at
+  /// the edges, synchronous element copies when rows are not 16-byte aligned.
+  LogicalResult msCopyChunks(const MultistagePlan &p, const MsOperand &o, Value t, Value stage,
+                             int64_t iBegin, int64_t iEnd);
+  /// Copy group `group` of `groups` of tile `t` into `stage` when t < nk.
+  LogicalResult msIssueGroup(const MultistagePlan &p, Value t, Value stage, int64_t group,
+                             int64_t groups);
+  /// ldmatrix of the A fragment (4 registers) of 16-row block `mi`, or of
+  /// every B fragment (wn/8 x 2 registers), of k16 step `kk` of `stage`.
+  SmallVector<Value> msLoadA(const MultistagePlan &p, Value stage, int64_t kk, int64_t mi);
+  SmallVector<Value> msLoadB(const MultistagePlan &p, Value stage, int64_t kk);
+  /// The wn/8 mma.sync m16n8k16 of 16-row block `mi`.
+  Value msMmaRow(const MultistagePlan &p, Value acc, int64_t mi, ArrayRef<Value> aFrag,
+                 ArrayRef<Value> bFrag);
   /// The traced epilogue on the mma.sync C fragments of this thread.
   LogicalResult msEpilogue(const MultistagePlan &p, Value acc);
   // ---- end of schedule `multistage` helpers -------------------------------

@@ -27,7 +27,11 @@
 //
 // Schedule `multistage` (cp.async + ldmatrix + mma.sync, MultistageSchedule.cpp)
 // has its own rules:
-//   M1. Rule 1 (K-contiguous operands, 2-d tensors).
+//   M1. 2-d operands, in either orientation: A loaded BM x BK (or BK x BM and
+//       transposed), B BN x BK transposed (or BK x BN). Each may be K- or
+//       MN-major in memory (argument attribute tessel.contiguous_dim); an
+//       MN-major tile is stored as BK rows of its MN extent, which must be 32
+//       or a multiple of 64 (ldmatrix.trans reads it).
 //   M2. bf16 or f16 elements (mma.sync m16n8k16 with f32 accumulators).
 //   M3. BK = 32 or 64: a tile row is 64 or 128 bytes, 4 or 8 16-byte chunks,
 //       the widths the XOR swizzle for ldmatrix is built for.
@@ -36,7 +40,8 @@
 //       tile holds 128 f32 accumulators per thread: 8 warps use the whole
 //       register file).
 //   M5. 2 or more stages (one being computed while the next ones load), fitting
-//       in 227 KiB; by default as many as fit, at most 4.
+//       in 227 KiB; by default as many as fit, at most 4 (for CTAs of up to 4
+//       warps: as many as let two CTAs share an SM, when that is 3 or more).
 //
 //===----------------------------------------------------------------------===//
 
@@ -160,13 +165,8 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
     constexpr int64_t kMultistageSharedBytes = 227 * 1024; // no barriers
     auto err = [&]() { return m.dot.emitError() << "schedule 'multistage' "; };
     // M1.
-    auto ca = getContiguousDim(fn, m.a.argIndex);
-    auto cb = getContiguousDim(fn, m.b.argIndex);
-    if (failed(ca) || failed(cb))
-      return failure();
-    if (m.a.transposed || !m.b.transposed || *ca != 1 || *cb != 1)
-      return err() << "needs K-contiguous operands: dot(A.load({m, k}, BM, BK), "
-                      "B.load({n, k}, BN, BK).T()) on row-major A and B";
+    // (Operand orientation and MN-major operands: checked below with the tile
+    // shape. The XOR swizzle is multistage's own.)
     if (swizzle != 0)
       return err() << "has its own XOR swizzle for ldmatrix: option swizzle must be 0 "
                       "(automatic), got "
@@ -188,10 +188,26 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
     if (w.count() > 8)
       return err() << "needs at most 8 warps; tile " << m.tileM << "x" << m.tileN << " has "
                    << w.count() << " warps of " << w.wm << "x" << w.wn;
-    // M5.
+    // M1 (MN-major): a shared row holds the tile's MN extent; the swizzle
+    // needs 32 or a multiple of 64 elements (4 or 8k 16-byte chunks).
+    for (auto [op, isA] : {std::pair{&m.a, true}, std::pair{&m.b, false}}) {
+      int64_t kDim = (isA ? !op->transposed : op->transposed) ? 1 : 0;
+      int64_t extent = isA ? m.tileM : m.tileN;
+      auto c = getContiguousDim(fn, op->argIndex);
+      if (failed(c))
+        return failure();
+      if (*c != kDim && extent != 32 && extent % 64 != 0)
+        return err() << "loads an MN-major " << (isA ? "A" : "B") << " tile (" << kContiguousDimAttrName
+                     << ") as rows of " << (isA ? "BM" : "BN")
+                     << " elements: it must be 32 or a multiple of 64, got " << extent;
+    }
+    // M5. By default as many stages as fit, at most 4; for CTAs of up to 4
+    // warps, as many as let two CTAs share an SM.
     int64_t stageBytes = (m.tileM + m.tileN) * m.tileK * 2;
     int64_t fit = kMultistageSharedBytes / stageBytes;
-    int64_t s = stages ? stages : std::min(kMaxStages, fit);
+    int64_t fitTwo = (kMultistageSharedBytes / 2 - 1024) / stageBytes;
+    int64_t s = stages ? stages
+                       : std::min(kMaxStages, w.count() <= 4 && fitTwo >= 3 ? fitTwo : fit);
     if (s < 2)
       return err() << "needs at least 2 stages, got " << s
                    << (stages ? "" : " (the tile is too large for two stages)");
@@ -200,7 +216,8 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
                    << " bytes does not fit in 227 KiB of shared memory (at most " << fit
                    << " stages)";
     // `warpgroups`: the warps rounded up to warpgroups (the warp layout itself
-    // is multistageWarps(BM, BN)); `swizzle`: the swizzled row width in bytes.
+    // is multistageWarps(BM, BN)); `swizzle`: the swizzled row width in bytes
+    // of K-major tiles.
     auto attr = ScheduleAttr::get(fn.getContext(), ScheduleKind::multistage,
                                   {m.tileM, m.tileN, m.tileK}, s, (w.count() + 3) / 4,
                                   /*swizzle=*/m.tileK * 2, /*cluster=*/{});

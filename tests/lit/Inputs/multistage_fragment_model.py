@@ -1,10 +1,13 @@
 # Usage: python3 multistage_fragment_model.py (lit: Target/multistage-fragment-model.mlir)
 # Pure-Python model of the multistage kernel's index math (MultistageSchedule.cpp):
-# copy-chunk placement with the XOR swizzle, ldmatrix lane addresses (XOR-32kk +
-# immediate trick), ldmatrix/mma.m16n8k16 fragment layouts as the PTX ISA defines
-# them, and the epilogue's C-fragment coordinates. Checks one k-tile of one CTA
-# against a direct matmul, with integer data (exact), and checks that ldmatrix
-# phases are bank-conflict-free.
+# per-thread copy chunks (row0 + i*rowStep, chunk, dst0 ^ xor_i + imm_i) with the
+# XOR swizzle, for K-major (rows = MN, chunks along K) and MN-major (rows = k,
+# chunks along MN) tiles; ldmatrix lane addresses (x16 / x8 lane patterns, XOR +
+# immediate per block and k16 step) with .trans for MN-major tiles, the PTX ISA's
+# ldmatrix / mma.m16n8k16 fragment layouts and the epilogue's C coordinates. Checks
+# one k-tile of one CTA against a direct matmul with integer data (exact), that no
+# shared byte is written twice, and that ldmatrix phases and cp.async quarter-warps
+# are bank-conflict-free.
 import random, sys
 
 def multistage_warps(bm, bn):
@@ -12,71 +15,112 @@ def multistage_warps(bm, bn):
     wn = 64 if bn >= 128 and bn % 64 == 0 else 32
     return wm, wn, bm // wm, bn // wn
 
-def swz_off(row, chunk, row_bytes, chunks):
-    swz = (row & 7) if chunks == 8 else ((row >> 1) & 3)
-    return row * row_bytes + ((chunk ^ swz) * 16)
+def swz(row, cpr):
+    return (row & 7) if cpr >= 8 else ((row >> 1) & 3)
 
-def run(BM, BN, BK, stage, M, N, K, k0):
-    rb = BK * 2; chunks = rb // 16
+class Operand:
+    """One operand's tile in shared memory (MsOperand)."""
+    def __init__(self, is_a, extent, BK, k_major, threads, base):
+        self.is_a, self.extent, self.k_major, self.base = is_a, extent, k_major, base
+        self.ec = BK if k_major else extent      # elements along a shared row
+        self.eo = extent if k_major else BK      # shared rows
+        self.pitch = self.ec * 2
+        self.cpr = self.pitch // 16
+        assert self.cpr == 4 or self.cpr % 8 == 0
+        assert threads % self.cpr == 0
+        self.row_step = threads // self.cpr
+        assert self.row_step % (8 if self.cpr == 4 else 4) == 0
+        self.iters = (self.eo + self.row_step - 1) // self.row_step
+        self.stage_bytes = self.eo * self.pitch
+
+    def phys(self, row, chunk):  # byte offset of logical chunk `chunk` of row `row`
+        return row * self.pitch + ((chunk ^ swz(row, self.cpr)) << 4)
+
+def run(BM, BN, BK, a_kmajor, b_kmajor, M, N, K, k0, stage=1, stages=3):
     wm, wn, wM, wN = multistage_warps(BM, BN)
     threads = wM * wN * 32
     A = [[random.randint(-3, 3) for _ in range(K)] for _ in range(M)]
     B = [[random.randint(-3, 3) for _ in range(K)] for _ in range(N)]
-    stages = 3
-    aStage, bStage = BM * rb, BN * rb
-    smem = {}  # byte address -> 16-bit value
-    base = 0
-    def copy(src, rows_total, rows, dst):
-        total = rows * chunks
+    opA = Operand(True, BM, BK, a_kmajor, threads, 0)
+    opB = Operand(False, BN, BK, b_kmajor, threads, stages * BM * BK * 2)
+    smem = {}
+
+    def copy(o, src, rows_total, mn0):
+        # element (mn, k) of the tile sits at shared row/column: K-major (mn, k), MN-major (k, mn)
         written = set()
-        for i in range((total + threads - 1) // threads):
+        stage_base = o.base + stage * o.stage_bytes
+        for i in range(o.iters):
+            quarter_slots = {}
             for tid in range(threads):
-                e = i * threads + tid
-                if e >= total: continue
-                row, c = divmod(e, chunks)
-                d = dst + swz_off(row, c, rb, chunks)
-                assert d % 16 == 0 and d not in written
+                row0, c = tid // o.cpr, tid % o.cpr
+                dst0 = row0 * o.pitch + ((c ^ swz(row0, o.cpr)) << 4)
+                if row0 + i * o.row_step >= o.eo: continue     # guarded last chunk
+                row = row0 + i * o.row_step
+                xor_i = ((i * o.row_step) & 4) * 16 if o.cpr >= 8 else 0
+                d = (dst0 ^ xor_i) + i * o.row_step * o.pitch
+                assert d == o.phys(row, c), "chunk address != swizzled layout"
+                d += stage_base
+                assert d % 16 == 0 and d not in written, "shared chunk written twice"
                 written.add(d)
+                quarter_slots.setdefault((tid // 8), set()).add((d % 128) // 16)
                 for x in range(8):
-                    gk = k0 + c * 8 + x
-                    v = src[row][gk] if row < rows_total and gk < K else 0
-                    smem[d + 2 * x] = v
-    aBase = base + stage * aStage
-    bBase = base + stages * aStage + stage * bStage
-    copy(A, M, BM, aBase); copy(B, N, BN, bBase)
+                    if o.k_major: mn, k = row, c * 8 + x
+                    else: mn, k = c * 8 + x, row
+                    gm, gk = mn0 + mn, k0 + k
+                    smem[d + 2 * x] = src[gm][gk] if gm < rows_total and gk < K else 0
+            for q, slots in quarter_slots.items():
+                assert len(slots) == 8, "cp.async bank conflict"
+        assert len(written) == o.eo * o.cpr
+    copy(opA, A, M, 0); copy(opB, B, N, 0)
+
+    def ldmatrix_x4(addrs, trans):
+        for i in range(4):
+            groups = {(addrs[8 * i + r] % 128) // 16 for r in range(8)}
+            assert len(groups) == 8, "ldmatrix bank conflict"
+        out = []
+        for lane in range(32):
+            regs = []
+            for i in range(4):
+                if not trans:   # lane gets row lane/4, cols 2(lane%4), +1
+                    a = addrs[8 * i + lane // 4] + 4 * (lane % 4)
+                    regs.append((smem[a], smem[a + 2]))
+                else:           # lane gets rows 2(lane%4), +1 of column lane/4
+                    r0 = addrs[8 * i + 2 * (lane % 4)] + 2 * (lane // 4)
+                    r1 = addrs[8 * i + 2 * (lane % 4) + 1] + 2 * (lane // 4)
+                    regs.append((smem[r0], smem[r1]))
+            out.append(regs)
+        return out
+
+    def lane_addr(o, l, warp_off):
+        x16 = o.is_a == o.k_major
+        lr = l % 16 if x16 else l % 8 + 8 * (l // 16)
+        lc = l // 16 if x16 else (l // 8) % 2
+        row = warp_off + lr if o.k_major else lr
+        ch = lc if o.k_major else warp_off // 8 + lc
+        swzL = (l % 8) if o.cpr >= 8 else (l % 8) // 2
+        assert swzL == swz(row, o.cpr)
+        return o.base + stage * o.stage_bytes + row * o.pitch + ((ch ^ swzL) << 4)
+
+    def block_addr(o, lane, blk, kk):
+        x = 32 * (kk if o.k_major else blk)
+        imm = 16 * (blk if o.k_major else kk) * o.pitch
+        return (lane ^ x) + imm
+
     C = [[None] * BN for _ in range(BM)]
     for warp in range(wM * wN):
         warpRow = (warp % wM) * wm; warpCol = (warp // wM) * wn
         acc = {}
-        # per-lane address of k-step 0
-        def lane_addr(l, stageBase, row, hi):
-            swz = (l % 8) if chunks == 8 else (l % 8) // 2
-            return stageBase + row * rb + ((hi ^ swz) << 4)
-        aLane = [lane_addr(l, aBase, warpRow + l % 16, l // 16) for l in range(32)]
-        bLane = [lane_addr(l, bBase, warpCol + l % 8 + 8 * (l // 16), (l // 8) % 2) for l in range(32)]
-        def ldmatrix_x4(addrs):
-            # matrix i: rows from lanes 8i..8i+7; lane receives row lane/4, cols 2(lane%4)+{0,1}
-            # bank check: each phase (matrix) reads 8 x 16 B; must hit 8 distinct 16 B bank groups
-            for i in range(4):
-                groups = {(addrs[8 * i + r] % 128) // 16 for r in range(8)}
-                assert len(groups) == 8, "ldmatrix bank conflict"
-            out = []
-            for lane in range(32):
-                regs = []
-                for i in range(4):
-                    a = addrs[8 * i + lane // 4] + 4 * (lane % 4)
-                    regs.append((smem[a], smem[a + 2]))
-                out.append(regs)
-            return out
+        aLane = [lane_addr(opA, l, warpRow) for l in range(32)]
+        bLane = [lane_addr(opB, l, warpCol) for l in range(32)]
         for kk in range(BK // 16):
             bf = {}
             for nj in range(wn // 16):
-                r = ldmatrix_x4([(bLane[l] ^ (32 * kk)) + nj * 16 * rb for l in range(32)])
+                r = ldmatrix_x4([block_addr(opB, bLane[l], nj, kk) for l in range(32)], not opB.k_major)
                 for lane in range(32):
                     bf[(2 * nj, lane)] = (r[lane][0], r[lane][1])
                     bf[(2 * nj + 1, lane)] = (r[lane][2], r[lane][3])
             for mi in range(wm // 16):
-                af = ldmatrix_x4([(aLane[l] ^ (32 * kk)) + mi * 16 * rb for l in range(32)])
+                af = ldmatrix_x4([block_addr(opA, aLane[l], mi, kk) for l in range(32)], not opA.k_major)
                 for ni in range(wn // 8):
                     # PTX ISA mma.m16n8k16 .bf16 fragments -> 16x16 A, 16x8 B
                     Am = [[None] * 16 for _ in range(16)]; Bm = [[None] * 8 for _ in range(16)]
@@ -95,7 +139,6 @@ def run(BM, BN, BK, stage, M, N, K, k0):
                             row = g + 8 * (r // 2); col = 2 * t + r % 2
                             s = sum(Am[row][k] * Bm[k][col] for k in range(16))
                             acc[(lane, mi, ni, r)] = acc.get((lane, mi, ni, r), 0) + s
-        # epilogue coordinates (msEpilogue)
         for lane in range(32):
             g, t2 = lane // 4, 2 * (lane % 4)
             for mi in range(wm // 16):
@@ -108,17 +151,23 @@ def run(BM, BN, BK, stage, M, N, K, k0):
     bad = 0
     for m in range(BM):
         for n in range(BN):
-            want = sum((A[m][k] if m < M else 0) * (B[n][k] if n < N else 0)
-                       for k in range(k0, min(k0 + BK, K))) if m < M and n < N else 0
+            want = sum(A[m][k] * B[n][k] for k in range(k0, min(k0 + BK, K))) if m < M and n < N else 0
             got = C[m][n]
             assert got is not None, f"C[{m}][{n}] never written"
             if got != want: bad += 1
-    print(f"tile {BM}x{BN}x{BK} warps {wM}x{wN} of {wm}x{wn}, M,N,K={M},{N},{K} k0={k0}: {'OK' if not bad else str(bad)+' wrong'}")
+    lay = ("K" if a_kmajor else "M") + ("K" if b_kmajor else "N")
+    print(f"tile {BM}x{BN}x{BK} warps {wM}x{wN} of {wm}x{wn}, {lay}, M,N,K={M},{N},{K} k0={k0}: "
+          f"{'OK' if not bad else str(bad) + ' wrong'}")
     return bad == 0
 
 random.seed(1)
 ok = True
-for (BM, BN, BK) in [(128, 256, 64), (128, 128, 32), (64, 32, 32), (128, 64, 64), (32, 32, 32), (256, 128, 64)]:
-    ok &= run(BM, BN, BK, 1, BM, BN, BK * 2, BK)
-ok &= run(128, 128, 32, 2, 100, 77, 45, 32)   # edges and K tail
+tiles = [(128, 256, 64), (128, 128, 32), (64, 32, 32), (128, 64, 64), (32, 32, 32), (256, 128, 64),
+         (128, 256, 32), (256, 128, 32), (32, 32, 64), (192, 64, 32)]
+for lay in [(True, True), (False, True), (True, False), (False, False)]:
+    for (BM, BN, BK) in tiles:
+        if lay == (True, True) or (BM, BN, BK) in [(128, 128, 32), (64, 32, 32), (256, 128, 64),
+                                                    (128, 256, 32), (32, 32, 64), (192, 64, 32)]:
+            ok &= run(BM, BN, BK, lay[0], lay[1], BM, BN, BK * 2, BK)
+    ok &= run(128, 128, 32, lay[0], lay[1], 100, 77, 45, 32, stage=2)   # edges and K tail
 sys.exit(0 if ok else 1)

@@ -4,12 +4,12 @@
 // 64x64, 4 stages, 128-byte rows) and a 128x128x32 f16 one (4 warps, 3 stages,
 // 64-byte rows).
 // RUN: rm -rf %t && tessel-compile %inputs/gemm_128x256.mlir --schedule multistage --dump-dir %t/bf16
-// RUN: FileCheck %s --check-prefixes=CHECK,BF16 --implicit-check-not=mbarrier --implicit-check-not=cp.async.bulk --implicit-check-not=wgmma --input-file=%t/bf16/gemm.ptx
+// RUN: FileCheck %s --check-prefixes=CHECK,BF16 --implicit-check-not=mbarrier --implicit-check-not=cp.async.bulk --implicit-check-not=wgmma --implicit-check-not=.trans --input-file=%t/bf16/gemm.ptx
 // RUN: FileCheck %s --check-prefix=LOG --input-file=%t/bf16/ptxas.log
 // RUN: test -s %t/bf16/gemm.cubin
 // RUN: ls %t/bf16 | FileCheck %s --check-prefix=FILES
 // RUN: tessel-compile %inputs/gemm_128x128x32_f16.mlir --schedule multistage --stages 3 --dump-dir %t/f16
-// RUN: FileCheck %s --check-prefixes=CHECK,F16 --implicit-check-not=mbarrier --implicit-check-not=cp.async.bulk --implicit-check-not=wgmma --input-file=%t/f16/gemm.ptx
+// RUN: FileCheck %s --check-prefixes=CHECK,F16 --implicit-check-not=mbarrier --implicit-check-not=cp.async.bulk --implicit-check-not=wgmma --implicit-check-not=.trans --input-file=%t/f16/gemm.ptx
 // RUN: FileCheck %s --check-prefix=LOG --input-file=%t/f16/ptxas.log
 // RUN: FileCheck %s --check-prefix=SCHED --input-file=%t/f16/02-scheduled.mlir
 
@@ -26,9 +26,12 @@
 // F16: .reqntid 128, 1, 1
 // The mainloop (its blocks are laid out in any order): 16-byte cp.async with a
 // source size (zero-fill), one commit group per k-tile, wait_group stages-2,
-// one CTA barrier, ldmatrix.x4 from swizzled rows (immediate offsets per 16-row
+// one CTA barrier, ldmatrix.x4 (never .trans for K-major operands) from swizzled rows (immediate offsets per 16-row
 // block), mma.sync; no mbarrier, TMA or wgmma anywhere (implicit-check-not).
-// CHECK-DAG: cp.async.cg.shared.global [{{%r[0-9]+}}], [{{%rd[0-9]+}}], 16, {{%r[0-9]+}};
+// Interior tiles: unpredicated 16-byte cp.async (immediate offsets per chunk); edge tiles: with a
+// source size (zero-fill).
+// CHECK-DAG: cp.async.cg.shared.global [{{%r[0-9]+}}+{{[0-9]+}}], [{{%rd[0-9]+}}], 16;
+// CHECK-DAG: cp.async.cg.shared.global [{{%r[0-9]+}}+{{[0-9]+}}], [{{%rd[0-9]+}}], 16, {{%r[0-9]+}};
 // CHECK-DAG: cp.async.commit_group;
 // BF16-DAG: cp.async.wait_group 2;
 // F16-DAG: cp.async.wait_group 1;

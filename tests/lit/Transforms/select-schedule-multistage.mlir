@@ -133,7 +133,9 @@ func.func @warps16(%A: !tessel.ref<2 x bf16>, %B: !tessel.ref<2 x bf16>, %C: !te
 
 // -----
 
-// M1
+// M1: A loaded K x M and transposed for the dot (an MN-major program) is accepted.
+// CHECK-LABEL: func.func @m_major_a
+// CHECK-SAME: tessel.schedule = #tessel.schedule<kind = multistage, tile = [128, 128, 32], stages = 4, warpgroups = 1, swizzle = 64>
 func.func @m_major_a(%A: !tessel.ref<2 x bf16>, %B: !tessel.ref<2 x bf16>, %C: !tessel.ref<2 x f32>) attributes {tessel.kernel} {
   %c0 = arith.constant 0 : index
   %cbk = arith.constant 32 : index
@@ -144,10 +146,30 @@ func.func @m_major_a(%A: !tessel.ref<2 x bf16>, %B: !tessel.ref<2 x bf16>, %C: !
     %a = tessel.trans %a0 : tensor<32x128xbf16> -> tensor<128x32xbf16>
     %b = tessel.load %B[%c0, %k] : !tessel.ref<2 x bf16> -> tensor<128x32xbf16>
     %bt = tessel.trans %b : tensor<128x32xbf16> -> tensor<32x128xbf16>
-    // expected-error @+1 {{schedule 'multistage' needs K-contiguous operands: dot(A.load({m, k}, BM, BK), B.load({n, k}, BN, BK).T()) on row-major A and B}}
     %d = tessel.dot %a, %bt, %c : tensor<128x32xbf16>, tensor<32x128xbf16> -> tensor<128x128xf32>
     scf.yield %d : tensor<128x128xf32>
   }
   tessel.store %acc, %C[%c0, %c0] : tensor<128x128xf32>, !tessel.ref<2 x f32>
+  return
+}
+
+// -----
+
+// M1: an MN-major B (tessel.contiguous_dim = 0: N has unit stride) is stored as BK rows of BN
+// elements, which the swizzle needs to be 32 or a multiple of 64.
+func.func @n_major_b_96(%A: !tessel.ref<2 x bf16>, %B: !tessel.ref<2 x bf16> {tessel.contiguous_dim = 0 : i64}, %C: !tessel.ref<2 x f32>) attributes {tessel.kernel} {
+  %c0 = arith.constant 0 : index
+  %cbk = arith.constant 32 : index
+  %K = tessel.dim %A, 1 : !tessel.ref<2 x bf16>
+  %zero = arith.constant dense<0.0> : tensor<128x96xf32>
+  %acc = scf.for %k = %c0 to %K step %cbk iter_args(%c = %zero) -> (tensor<128x96xf32>) {
+    %a = tessel.load %A[%c0, %k] : !tessel.ref<2 x bf16> -> tensor<128x32xbf16>
+    %b = tessel.load %B[%c0, %k] : !tessel.ref<2 x bf16> -> tensor<96x32xbf16>
+    %bt = tessel.trans %b : tensor<96x32xbf16> -> tensor<32x96xbf16>
+    // expected-error @+1 {{schedule 'multistage' loads an MN-major B tile (tessel.contiguous_dim) as rows of BN elements: it must be 32 or a multiple of 64, got 96}}
+    %d = tessel.dot %a, %bt, %c : tensor<128x32xbf16>, tensor<32x96xbf16> -> tensor<128x96xf32>
+    scf.yield %d : tensor<128x96xf32>
+  }
+  tessel.store %acc, %C[%c0, %c0] : tensor<128x96xf32>, !tessel.ref<2 x f32>
   return
 }
