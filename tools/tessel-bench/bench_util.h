@@ -148,7 +148,9 @@ struct gemm_layout {
   bool a_k_contiguous = true;
   bool b_k_contiguous = true;
   std::string str() const { return std::string(a_k_contiguous ? "T" : "N") + (b_k_contiguous ? "N" : "T"); }
-  bool operator==(const gemm_layout&) const = default;
+  bool operator==(const gemm_layout& o) const {
+    return a_k_contiguous == o.a_k_contiguous && b_k_contiguous == o.b_k_contiguous;
+  }
   /// "TN", "NN", "NT", "TT" (case-insensitive); throws std::invalid_argument otherwise.
   static gemm_layout parse(const std::string& s);
   /// Element strides {outer, inner} of the M x K (A) and N x K (B) views.

@@ -43,6 +43,9 @@ constexpr const char* kUsage = R"(usage: tessel-bench [options]
                       multistage also 128x128x32,128x256x32,256x128x32   (default 128x256,128x128)
   --stages LIST       pipeline depths, 0 = tessel's choice                        (default 4)
   --clusters LIST     CTA clusters 1x1,2x1,1x2 (cooperative and pingpong only)    (default 1x1)
+  --layouts LIST      operand layouts TN,NN,NT,TT, BLAS-style (letter 1: A, letter 2: B):
+                      TN = A (MxK) and B (NxK) K-contiguous; N for A = M-contiguous,
+                      T for B = N-contiguous; cuBLASLt runs the same layout    (default TN)
   --swizzle S         operand swizzle for every configuration: auto,none,32,64,128 (default auto)
   --json FILE         also write every result (all samples) as JSON
   --iters N           launches per timed batch (raised so that a batch lasts >= 1 ms)   (default 20)
@@ -83,6 +86,7 @@ struct compiled {
 
 struct row {
   tb::gemm_shape shape;
+  tb::gemm_layout layout;
   config cfg;
   std::string status = "ok";  // ok | FAIL | compile error | launch error
   std::string error;
@@ -149,7 +153,8 @@ void print_row(const row& r) {
   char err[32] = "-";
   if (rep.checked) std::snprintf(err, sizeof err, "%.2e", rep.candidate_check.rel_err);
   std::printf("%-18s %-20s %-8s %2d %11s %11s %7s %9s %11s  %s%s%s\n", r.shape.str().c_str(),
-              r.cfg.label().c_str(), r.cfg.tile.str().c_str(), r.cfg.stages,
+              (r.cfg.label() + (r.layout == tb::gemm_layout{} ? "" : " " + r.layout.str())).c_str(),
+              r.cfg.tile.str().c_str(), r.cfg.stages,
               rep.timed ? tb::fmt(rep.candidate_tflops, 1).c_str() : "-",
               rep.timed ? tb::fmt(rep.cublas_tflops, 1).c_str() : "-", rep.timed ? tb::fmt(rep.ratio, 3).c_str() : "-",
               err, clocks.c_str(), r.status.c_str(), r.error.empty() ? "" : ": ", r.error.c_str());
@@ -161,7 +166,7 @@ void print_row(const row& r) {
 int main(int argc, char** argv) {
   try {
     tb::cli args(argc, argv,
-                 {"shapes", "schedules", "tiles", "stages", "clusters", "swizzle", "json", "iters", "repeats", "warmup-ms", "cooldown-ms",
+                 {"shapes", "schedules", "tiles", "stages", "clusters", "layouts", "swizzle", "json", "iters", "repeats", "warmup-ms", "cooldown-ms",
                   "cublas-algos", "dump-dir", "seed"},
                  {"no-check", "help"});
     if (args.flag("help")) {
@@ -190,6 +195,15 @@ int main(int argc, char** argv) {
     for (const auto& c : tb::cli::split(args.str("clusters", "1x1"))) clusters.push_back(tb::parse_cluster(c));
     if (clusters.empty()) throw tb::usage_error("empty --clusters list");
     const int swizzle = tb::parse_swizzle(args.str("swizzle", "auto"));
+    std::vector<tb::gemm_layout> layouts;
+    for (const auto& l : tb::cli::split(args.str("layouts", "TN"))) {
+      try {
+        layouts.push_back(tb::gemm_layout::parse(l));
+      } catch (const std::invalid_argument& e) {
+        throw tb::usage_error(std::string("--layouts: ") + e.what());
+      }
+    }
+    if (layouts.empty()) throw tb::usage_error("empty --layouts list");
 
     std::vector<config> configs;
     for (auto s : schedules)
@@ -246,14 +260,16 @@ int main(int argc, char** argv) {
     std::vector<row> rows;
     bool fatal = false;
     print_header();
-    for (std::size_t si = 0; si < shapes.size(); ++si) {
-      const auto& sh = shapes[si];
+    for (std::size_t si = 0; si < shapes.size() * layouts.size(); ++si) {
+      const auto& sh = shapes[si / layouts.size()];
+      const tb::gemm_layout layout = layouts[si % layouts.size()];
       std::optional<tb::gemm_problem> p;
       std::optional<tb::lt_gemm> cublas;
       std::string shape_error;
       try {
-        p.emplace(sh.m, sh.n, sh.k, false, dev, seed + si, 3, 24ull << 30, stream);
-        cublas.emplace(lt, sh.m, sh.n, sh.k, tb::out_type::bf16, tb::epilogue::none, nullptr, cublas_algos);
+        p.emplace(sh.m, sh.n, sh.k, false, dev, seed + si / layouts.size(), 3, 24ull << 30, stream);
+        p->layout = layout;
+        cublas.emplace(lt, sh.m, sh.n, sh.k, tb::out_type::bf16, tb::epilogue::none, nullptr, cublas_algos, layout);
         tb::select_fastest_algo(*cublas, *p, stream, &nvml);
       } catch (const std::exception& e) {
         shape_error = e.what();
@@ -261,6 +277,7 @@ int main(int argc, char** argv) {
       for (const auto& c : configs) {
         row r;
         r.shape = sh;
+        r.layout = layout;
         r.cfg = c;
         compiled& k = kernels[c.name()];
         if (!shape_error.empty()) {
@@ -272,7 +289,7 @@ int main(int argc, char** argv) {
         } else {
           r.cublas_algo = cublas->algo_description();
           tb::launch_fn launch = [&](int i, cudaStream_t s) {
-            tb::launch_gemm(*k.kernel, c.tile, s, p->A(i), p->B(i), p->C(i), sh.m, sh.n, sh.k);
+            tb::launch_gemm(*k.kernel, c.tile, s, p->A(i), p->B(i), p->C(i), sh.m, sh.n, sh.k, layout);
           };
           try {
             r.rep = tb::compare_with_cublas(launch, *p, *cublas, lt, cmp, stream, &nvml);
@@ -325,7 +342,7 @@ int main(int argc, char** argv) {
         const auto& r = rows[i];
         js << " {\"m\":" << r.shape.m << ",\"n\":" << r.shape.n << ",\"k\":" << r.shape.k << ",\"schedule\":\""
            << tb::schedule_name(r.cfg.schedule) << "\",\"tile\":\"" << r.cfg.tile.str() << "\",\"stages\":" << r.cfg.stages
-           << ",\"cluster\":\"" << tb::cluster_str(r.cfg.cluster) << "\""
+           << ",\"cluster\":\"" << tb::cluster_str(r.cfg.cluster) << "\",\"layout\":\"" << r.layout.str() << "\""
            << ",\"status\":\"" << json_escape(r.status) << "\",\"error\":\"" << json_escape(r.error) << "\"";
         if (r.rep.checked)
           js << ",\"rel_err\":" << json_num(r.rep.candidate_check.rel_err)

@@ -181,8 +181,10 @@ LogicalResult KernelBuilder::msPlanOperand(MultistagePlan &p, MsOperand &o) {
   o.mnDim = mnFirst ? 0 : 1;
   o.kDim = 1 - o.mnDim;
   o.extent = o.isA ? BM : BN;
-  // (SelectSchedule validated the attribute: getContiguousDim cannot fail.)
-  o.kMajor = *getContiguousDim(fn, o.op.argIndex) == o.kDim;
+  // (SelectSchedule validated the attribute: getContiguousDim cannot fail.
+  // In a rank-3 batch, tile dimension d is tensor dimension 1 + d.)
+  int64_t tileLead = o.op.load.getRef().getType().getRank() - 2;
+  o.kMajor = *getContiguousDim(fn, o.op.argIndex) - tileLead == o.kDim;
   o.cd = o.kMajor ? o.kDim : o.mnDim;
   o.od = 1 - o.cd;
   o.ec = o.kMajor ? BK : o.extent;
@@ -205,7 +207,10 @@ LogicalResult KernelBuilder::msPlanOperand(MultistagePlan &p, MsOperand &o) {
 
   Type i64Ty = b.getI64Type();
   RefParams &r = refs[o.op.argIndex];
-  Value sOd = r.strides[o.od], sCd = r.strides[o.cd];
+  // A matrix of a batch (rank-3 tensor): tile dimension d is tensor
+  // dimension lead + d.
+  int64_t lead = o.op.load.getRef().getType().getRank() - 2;
+  Value sOd = r.strides[lead + o.od], sCd = r.strides[lead + o.cd];
   // 16-byte copies: 16-byte aligned base, rows 16-byte multiples apart, unit
   // stride along the row (a dim of size <= 1 is never stepped along). The
   // tile's offset along the row is checked per tile (msCopyChunks).
@@ -219,10 +224,10 @@ LogicalResult KernelBuilder::msPlanOperand(MultistagePlan &p, MsOperand &o) {
   Value baseOk = eq0(b.create<arith::AndIOp>(loc, base, i64(15)));
   Value rowsOk = b.create<arith::OrIOp>(
       loc, eq0(b.create<arith::AndIOp>(loc, b.create<arith::MulIOp>(loc, sOd, i64(eltBytes)), i64(15))),
-      single(r.sizes[o.od]));
+      single(r.sizes[lead + o.od]));
   Value unitOk = b.create<arith::OrIOp>(
       loc, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, sCd, i64(1)),
-      single(r.sizes[o.cd]));
+      single(r.sizes[lead + o.cd]));
   o.vecOk = b.create<arith::AndIOp>(loc, baseOk, b.create<arith::AndIOp>(loc, rowsOk, unitOk));
 
   // ldmatrix lane addresses (see the file comment): the shared row and
@@ -277,12 +282,22 @@ LogicalResult KernelBuilder::msCopyChunks(const MultistagePlan &p, const MsOpera
   Value dst0 = b.create<arith::AddIOp>(
       loc, b.create<arith::MulIOp>(loc, row0, i32(o.pitch)),
       b.create<arith::ShLIOp>(loc, b.create<arith::XOrIOp>(loc, chunk, swzOf(row0)), i32(4)));
-  Value offOd = b.create<arith::ExtSIOp>(loc, i64Ty, (*offOrFail)[o.od]);
-  Value offCd = b.create<arith::ExtSIOp>(loc, i64Ty, (*offOrFail)[o.cd]);
-  Value sizeOd = r.sizes[o.od], sizeCd = r.sizes[o.cd];
-  Value sOd = r.strides[o.od], sCd = r.strides[o.cd];
+  // A matrix of a batch: tile dimension d is tensor dimension lead + d; the
+  // batch offset moves the base, and a batch index outside the tensor makes
+  // every row out of bounds (the tile reads as zeros).
+  int64_t lead = load.getRef().getType().getRank() - 2;
+  Value offOd = b.create<arith::ExtSIOp>(loc, i64Ty, (*offOrFail)[lead + o.od]);
+  Value offCd = b.create<arith::ExtSIOp>(loc, i64Ty, (*offOrFail)[lead + o.cd]);
+  Value sizeOd = r.sizes[lead + o.od], sizeCd = r.sizes[lead + o.cd];
+  Value sOd = r.strides[lead + o.od], sCd = r.strides[lead + o.cd];
   Value tileElem = b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, offOd, sOd),
                                            b.create<arith::MulIOp>(loc, offCd, sCd));
+  if (lead) {
+    Value batch = b.create<arith::ExtSIOp>(loc, i64Ty, (*offOrFail)[0]);
+    tileElem = b.create<arith::AddIOp>(loc, tileElem, b.create<arith::MulIOp>(loc, batch, r.strides[0]));
+    Value batchOk = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, batch, r.sizes[0]);
+    sizeOd = b.create<arith::SelectOp>(loc, batchOk, sizeOd, i64(0));
+  }
   Value thrOff = b.create<arith::AddIOp>(
       loc, b.create<arith::MulIOp>(loc, b.create<arith::ExtUIOp>(loc, i64Ty, row0), sOd),
       b.create<arith::MulIOp>(

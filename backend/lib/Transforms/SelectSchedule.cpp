@@ -171,8 +171,7 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
       return err() << "has its own XOR swizzle for ldmatrix: option swizzle must be 0 "
                       "(automatic), got "
                    << swizzle;
-    if (m.a.load.getRef().getType().getRank() != 2 || m.b.load.getRef().getType().getRank() != 2)
-      return err() << "loads operands from 2-d tensors";
+    // (Operands from 2-d tensors or matrices of rank-3 batches: both work.)
     // M2.
     Type elt = cast<RankedTensorType>(m.dot.getA().getType()).getElementType();
     if (!elt.isBF16() && !elt.isF16())
@@ -196,7 +195,8 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
       auto c = getContiguousDim(fn, op->argIndex);
       if (failed(c))
         return failure();
-      if (*c != kDim && extent != 32 && extent % 64 != 0)
+      int64_t lead = op->load.getRef().getType().getRank() - 2;
+      if (*c - lead != kDim && extent != 32 && extent % 64 != 0)
         return err() << "loads an MN-major " << (isA ? "A" : "B") << " tile (" << kContiguousDimAttrName
                      << ") as rows of " << (isA ? "BM" : "BN")
                      << " elements: it must be 32 or a multiple of 64, got " << extent;

@@ -1,5 +1,5 @@
 // Matrix program_id(2) of rank-3 A [batch, M, K], B [batch, N, K], C [batch, M, N].
-func.func @batched(%A: !tessel.ref<3 x bf16>, %B: !tessel.ref<3 x bf16>, %C: !tessel.ref<3 x bf16>) attributes {tessel.kernel} {
+func.func @gemm(%A: !tessel.ref<3 x bf16>, %B: !tessel.ref<3 x bf16>, %C: !tessel.ref<3 x bf16>) attributes {tessel.kernel} {
   %c0 = arith.constant 0 : index
   %c64 = arith.constant 64 : index
   %c128 = arith.constant 128 : index

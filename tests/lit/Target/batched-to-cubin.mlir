@@ -1,6 +1,6 @@
 // REQUIRES: ptxas
 // Compile-only: a batched GEMM (matrix program_id(2) of rank-3 tensors) under
-// the TMA-fed schedules. The operand loads are 3-d TMA copies whose outermost
+// every schedule. The operand loads are 3-d TMA copies whose outermost
 // coordinate is the batch index; rank-3 C takes the register epilogue.
 // RUN: rm -rf %t
 // RUN: tessel-compile %inputs/batched_gemm_128x128.mlir --schedule tma --dump-dir %t/tma
@@ -8,17 +8,22 @@
 // RUN: FileCheck %s --check-prefix=LOG --input-file=%t/tma/ptxas.log
 // RUN: FileCheck %s --check-prefix=PARAMS --input-file=%t/tma/03-nvvm.mlir
 // RUN: tessel-compile %inputs/batched_gemm_128x128.mlir --schedule cooperative --dump-dir %t/coop
-// RUN: FileCheck %s --check-prefixes=CHECK,PERSISTENT --input-file=%t/coop/gemm.ptx
+// RUN: FileCheck %s --check-prefixes=CHECK --input-file=%t/coop/gemm.ptx
 // RUN: FileCheck %s --check-prefix=LOG --input-file=%t/coop/ptxas.log
 // RUN: tessel-compile %inputs/batched_gemm_128x128.mlir --schedule pingpong --cluster 2x1 --dump-dir %t/pp
 // RUN: FileCheck %s --check-prefixes=CHECK,MC --input-file=%t/pp/gemm.ptx
 // RUN: FileCheck %s --check-prefix=LOG --input-file=%t/pp/ptxas.log
+// RUN: tessel-compile %inputs/batched_gemm_128x128.mlir --schedule multistage --dump-dir %t/ms
+// RUN: FileCheck %s --check-prefix=MS --implicit-check-not=cp.async.bulk.tensor --input-file=%t/ms/gemm.ptx
+// RUN: FileCheck %s --check-prefix=LOG --input-file=%t/ms/ptxas.log
 
 // PARAMS: "tma:0:64x128:128", "tma:1:64x128:128"
 // CHECK: cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes{{.*}}[{{.*}}, {{{.*}}, {{.*}}, {{.*}}}]
 // MC: cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster
 // CHECK-NOT: cp.async.bulk.tensor.2d
-// PERSISTENT: %ctaid.x
+// multistage: the batch offset moves the pointer; no TMA.
+// MS-DAG: %ctaid.z
+// MS-DAG: cp.async.cg.shared.global
 // LOG: 0 bytes spill stores, 0 bytes spill loads
 // LOG-NOT: C7508
 // LOG-NOT: C751

@@ -14,7 +14,9 @@
 // NONE-SAME: swizzle = 0>
 // SW128: error: swizzle 128B (option swizzle) does not fit operand B (argument 1, MN-major): its contiguous extent 32 x 2 bytes must be a multiple of 128 bytes (one swizzle row)
 // SW48: error: option swizzle = 48 is not one of 0 (automatic), 128, 64, 32, -1 (none)
-// MS: error: schedule 'multistage' needs K-contiguous operands: dot(A.load({m, k}, BM, BK), B.load({n, k}, BN, BK).T()) on row-major A and B
+// multistage takes MN-major operands too (ldmatrix.trans).
+// MS-LABEL: func.func @nt_bn32
+// MS-SAME: kind = multistage
 func.func @nt_bn32(%A: !tessel.ref<2 x bf16> {tessel.contiguous_dim = 0 : i64}, %B: !tessel.ref<2 x bf16>, %C: !tessel.ref<2 x f32>) attributes {tessel.kernel} {
   %c0 = arith.constant 0 : index
   %c64 = arith.constant 64 : index
