@@ -46,6 +46,7 @@ constexpr const char* kUsage = R"(usage: tessel-bench [options]
   --layouts LIST      operand layouts TN,NN,NT,TT, BLAS-style (letter 1: A, letter 2: B):
                       TN = A (MxK) and B (NxK) K-contiguous; N for A = M-contiguous,
                       T for B = N-contiguous; cuBLASLt runs the same layout    (default TN)
+  --raster-group G    rows of tiles per grouped-raster group, 0 = tessel's (8) (default 0)
   --swizzle S         operand swizzle for every configuration: auto,none,32,64,128 (default auto)
   --json FILE         also write every result (all samples) as JSON
   --iters N           launches per timed batch (raised so that a batch lasts >= 1 ms)   (default 20)
@@ -166,7 +167,7 @@ void print_row(const row& r) {
 int main(int argc, char** argv) {
   try {
     tb::cli args(argc, argv,
-                 {"shapes", "schedules", "tiles", "stages", "clusters", "layouts", "swizzle", "json", "iters", "repeats", "warmup-ms", "cooldown-ms",
+                 {"shapes", "schedules", "tiles", "stages", "clusters", "layouts", "raster-group", "swizzle", "json", "iters", "repeats", "warmup-ms", "cooldown-ms",
                   "cublas-algos", "dump-dir", "seed"},
                  {"no-check", "help"});
     if (args.flag("help")) {
@@ -220,7 +221,7 @@ int main(int argc, char** argv) {
     bool any_error = false;
     for (const auto& c : configs) {
       compiled& k = kernels[c.name()];
-      ts::options o{.schedule = c.schedule, .stages = c.stages, .cluster = c.cluster, .swizzle = swizzle,
+      ts::options o{.schedule = c.schedule, .stages = c.stages, .cluster = c.cluster, .swizzle = swizzle, .raster_group = int(args.i64("raster-group", 0)),
                     .dump_dir = dump_dir.empty() ? std::string() : dump_dir + "/" + c.name()};
       auto t0 = std::chrono::steady_clock::now();
       try {

@@ -5,7 +5,7 @@
 // stage (*.mlir, *.ll, *.ptx, *.cubin, ptxas.log) to a directory:
 //
 //   tessel-compile kernel.mlir --dump-dir out [--schedule tma] [--stages 4] [--cluster 2x1]
-//                  [--swizzle auto|none|32|64|128]
+//                  [--swizzle auto|none|32|64|128] [--raster-group G]
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +31,9 @@ static cl::opt<std::string> scheduleOpt(
 static cl::opt<std::string> clusterOpt("cluster", cl::desc("CTA cluster: 1x1, 2x1 or 1x2"),
                                        cl::init("1x1"));
 static cl::opt<int> stagesOpt("stages", cl::desc("ring depth (0: auto)"), cl::init(0));
+static cl::opt<int> rasterOpt("raster-group",
+                              cl::desc("rows of tiles per grouped-raster group (0: 8)"),
+                              cl::init(0));
 static cl::opt<std::string> swizzleOpt(
     "swizzle", cl::desc("shared-memory swizzle of the GEMM operands: auto | none | 32 | 64 | 128"),
     cl::init("auto"));
@@ -61,6 +64,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   o.stages = stagesOpt;
+  o.raster_group = rasterOpt;
   if (swizzleOpt == "auto")
     o.swizzle = 0;
   else if (swizzleOpt == "none")

@@ -129,6 +129,7 @@ private:
   po.stages = o.stages;
   po.cluster = std::to_string(o.cluster[0]) + "x" + std::to_string(o.cluster[1]);
   po.swizzle = o.swizzle;
+  po.rasterGroup = o.raster_group;
   po.boundedWaits = o.debug || ::tessel::runtime::knobs().debug;
   auto runStep = [&](const char *stage, const char *what, auto build) {
     PassManager pm(ctx);
@@ -139,6 +140,10 @@ private:
   };
   runStep("02-scheduled.mlir", "scheduling failed",
           [&](PassManager &pm) { buildSchedulePipeline(pm, po); });
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (fn.getSymName() == k.name)
+      if (auto s = fn->getAttrOfType<mlir::tessel::ScheduleAttr>(mlir::tessel::TesselDialect::getScheduleAttrName()))
+        k.schedule = mlir::tessel::stringifyScheduleKind(s.getKind()).str();
   runStep("03-nvvm.mlir", "building the kernel failed",
           [&](PassManager &pm) { buildKernelPipeline(pm, po); });
 
@@ -149,8 +154,11 @@ private:
   for (Attribute a : kernel->getAttrOfType<ArrayAttr>("tessel.params"))
     k.params.push_back(parseParam(cast<StringAttr>(a).getValue()));
   for (const ::tessel::ParamSpec &p : k.params)
-    if (p.kind == ::tessel::ParamSpec::Kind::TmaDescriptor && !p.store)
+    if (p.kind == ::tessel::ParamSpec::Kind::TmaDescriptor && !p.store) {
       k.args[p.arg].loadedByTma = true;
+      if (p.contiguousDim >= 0)
+        k.args[p.arg].contiguousDim = p.contiguousDim;
+    }
   k.blockThreads = kernel->getAttrOfType<IntegerAttr>("tessel.threads").getInt();
   k.dynamicSmemBytes = kernel->getAttrOfType<IntegerAttr>("tessel.shared_bytes").getInt();
   k.persistent = kernel->hasAttr("tessel.persistent");

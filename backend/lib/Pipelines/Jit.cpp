@@ -40,7 +40,7 @@ std::string cacheKey(mlir::ModuleOp module, const tessel::options &o) {
   std::string key;
   llvm::raw_string_ostream os(key);
   os << "schedule=" << tessel::scheduleName(o.schedule) << ";stages=" << o.stages
-     << ";cluster=" << o.cluster[0] << "x" << o.cluster[1] << ";swizzle=" << o.swizzle
+     << ";cluster=" << o.cluster[0] << "x" << o.cluster[1] << ";swizzle=" << o.swizzle << ";raster=" << o.raster_group
      << ";debug=" << (o.debug || tessel::runtime::knobs().debug) << ";";
   module->print(os, mlir::OpPrintingFlags().enableDebugInfo(false));
   return key;

@@ -42,6 +42,7 @@ void ::tessel::buildSchedulePipeline(OpPassManager &pm, const PipelineOptions &o
   so.stages = o.stages;
   so.cluster = o.cluster;
   so.swizzle = o.swizzle;
+  so.rasterGroup = o.rasterGroup;
   pm.addPass(mlir::tessel::createTesselSelectSchedule(so));
 }
 
@@ -78,6 +79,9 @@ struct TesselPipelineCLOptions : public PassPipelineOptions<TesselPipelineCLOpti
   PassOptions::Option<int64_t> swizzle{
       *this, "swizzle", llvm::cl::desc("operand swizzle: 0 auto, 128, 64, 32, -1 none"),
       llvm::cl::init(0)};
+  PassOptions::Option<int64_t> rasterGroup{
+      *this, "raster-group", llvm::cl::desc("rows of tiles per raster group (0: 8)"),
+      llvm::cl::init(0)};
   PassOptions::Option<bool> boundedWaits{*this, "bounded-waits",
                                          llvm::cl::desc("mbarrier waits time out and report"),
                                          llvm::cl::init(false)};
@@ -99,6 +103,7 @@ void ::tessel::registerAllPasses() {
         o.stages = cl.stages;
         o.cluster = cl.cluster;
         o.swizzle = cl.swizzle;
+        o.rasterGroup = cl.rasterGroup;
         o.boundedWaits = cl.boundedWaits;
         buildTesselPipeline(pm, o);
       });

@@ -341,8 +341,15 @@ void validateArgs(const CompiledKernel& k, std::span<const tensor_arg> args, gri
     throw tessel::error("tessel: kernel '" + k.name + "' argument " + std::to_string(v->arg) + ": " + v->message);
 }
 
-int tmaInnerDim(const ArgSpec& spec) {
-  return spec.contiguousDim >= 0 && spec.contiguousDim < spec.rank ? spec.contiguousDim : spec.rank - 1;
+/// The dimension the kernel's TMA loads of argument `arg` take as contiguous:
+/// ArgSpec::contiguousDim, else that of its load descriptors, else the last.
+int tmaInnerDim(const CompiledKernel& k, int arg) {
+  const ArgSpec& spec = k.args[arg];
+  int d = spec.contiguousDim;
+  for (const ParamSpec& p : k.params)
+    if (d < 0 && p.kind == ParamSpec::Kind::TmaDescriptor && !p.store && p.arg == arg)
+      d = p.contiguousDim;
+  return d >= 0 && d < spec.rank ? d : spec.rank - 1;
 }
 
 std::optional<TmaViolation> findTmaViolation(const CompiledKernel& k, std::span<const tensor_arg> args) {
@@ -350,7 +357,7 @@ std::optional<TmaViolation> findTmaViolation(const CompiledKernel& k, std::span<
     const ArgSpec& spec = k.args[i];
     if (!spec.loadedByTma || args[i].rank != spec.rank || hasEmptyArg(args.subspan(i, 1)))
       continue;
-    auto [rule, message] = tmaRuleBroken(args[i], tmaInnerDim(spec));
+    auto [rule, message] = tmaRuleBroken(args[i], tmaInnerDim(k, static_cast<int>(i)));
     if (rule.empty())
       continue;
     if (rule == "unit-stride" && contiguousDimOf(args[i]) < 0)

@@ -20,8 +20,6 @@
 namespace mlir::tessel::lowering {
 
 constexpr int64_t kThreadsPerWarpgroup = 128;
-/// Grouped raster order of persistent schedules: rows of tiles per group.
-constexpr int64_t kRasterGroup = 8;
 constexpr StringLiteral kSmemSymbol = "__tessel_smem";
 
 /// Builds one kernel. All values it creates live in the new llvm.func.

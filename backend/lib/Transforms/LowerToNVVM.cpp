@@ -1191,7 +1191,7 @@ static std::array<Value, 2> clusterGrid(OpBuilder &b, Location loc, ArrayRef<Val
 }
 
 /// Cluster tile `t` (i32) -> program ids, with grouped raster order along
-/// axis 0: groups of kRasterGroup rows of cluster tiles are walked column by
+/// axis 0: groups of `raster` (ScheduleAttr::getRasterGroup) rows of cluster tiles are walked column by
 /// column, so that concurrently running CTAs share A and B tiles in L2. The
 /// CTA of rank r in a 2x1 (1x2) cluster takes row (column) 2X + r.
 void KernelBuilder::setProgramIds(Value t) {
@@ -1199,11 +1199,11 @@ void KernelBuilder::setProgramIds(Value t) {
   Value perSlice = b.create<arith::MulIOp>(loc, gx, gy);
   Value z = b.create<arith::DivUIOp>(loc, t, perSlice);
   Value r = b.create<arith::RemUIOp>(loc, t, perSlice);
-  Value width = b.create<arith::MulIOp>(loc, i32(kRasterGroup), gy);
+  Value width = b.create<arith::MulIOp>(loc, i32(sched.getRasterGroup()), gy);
   Value group = b.create<arith::DivUIOp>(loc, r, width);
-  Value firstX = b.create<arith::MulIOp>(loc, group, i32(kRasterGroup));
+  Value firstX = b.create<arith::MulIOp>(loc, group, i32(sched.getRasterGroup()));
   Value size = b.create<arith::MinUIOp>(loc, b.create<arith::SubIOp>(loc, gx, firstX),
-                                        i32(kRasterGroup));
+                                        i32(sched.getRasterGroup()));
   Value inGroup = b.create<arith::RemUIOp>(loc, r, width);
   Value x = b.create<arith::AddIOp>(loc, firstX, b.create<arith::RemUIOp>(loc, inGroup, size));
   Value y = b.create<arith::DivUIOp>(loc, inGroup, size);

@@ -81,7 +81,7 @@
 // chunk's 8 elements are loaded with bounds checks and the real strides and
 // stored with one st.shared.v4 (synchronous, any alignment and strides).
 // Grid: %ctaid is remapped to the user's program ids in grouped raster order
-// (kRasterGroup tiles along program_id 0), so that co-resident CTAs share
+// (ScheduleAttr::getRasterGroup() tiles along program_id 0), so that co-resident CTAs share
 // tiles of A and B in L2.
 //
 //===----------------------------------------------------------------------===//
@@ -148,7 +148,7 @@ static Value opaque(OpBuilder &b, Location loc, Value v) {
 }
 
 void KernelBuilder::msRasterProgramIds() {
-  // Launch order is x-fastest: t = x + y * gx. Groups of kRasterGroup
+  // Launch order is x-fastest: t = x + y * gx. Groups of getRasterGroup()
   // consecutive x (program_id 0, along M) are walked column by column, the
   // same bijection of the grid as the persistent schedules' setProgramIds.
   Value gx = b.create<NVVM::GridDimXOp>(loc, b.getI32Type());
@@ -157,11 +157,11 @@ void KernelBuilder::msRasterProgramIds() {
   Value y = b.create<NVVM::BlockIdYOp>(loc, b.getI32Type());
   Value z = b.create<NVVM::BlockIdZOp>(loc, b.getI32Type());
   Value t = b.create<arith::AddIOp>(loc, x, b.create<arith::MulIOp>(loc, y, gx));
-  Value width = b.create<arith::MulIOp>(loc, i32(kRasterGroup), gy);
+  Value width = b.create<arith::MulIOp>(loc, i32(sched.getRasterGroup()), gy);
   Value group = b.create<arith::DivUIOp>(loc, t, width);
-  Value firstX = b.create<arith::MulIOp>(loc, group, i32(kRasterGroup));
+  Value firstX = b.create<arith::MulIOp>(loc, group, i32(sched.getRasterGroup()));
   Value size = b.create<arith::MinUIOp>(loc, b.create<arith::SubIOp>(loc, gx, firstX),
-                                        i32(kRasterGroup));
+                                        i32(sched.getRasterGroup()));
   Value inGroup = b.create<arith::RemUIOp>(loc, t, width);
   programIds = {b.create<arith::AddIOp>(loc, firstX, b.create<arith::RemUIOp>(loc, inGroup, size)),
                 b.create<arith::DivUIOp>(loc, inGroup, size), z};

@@ -86,6 +86,10 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
     if (kind == ScheduleKind::multistage && StringRef(cluster) != "1x1")
       return m.dot.emitError() << "cluster " << cluster << " needs a persistent schedule "
                                << "(cooperative or pingpong), got 'multistage'";
+    if (rasterGroup < 0)
+      return fn.emitError() << "option raster-group (options::raster_group) must be >= 0 (0: "
+                               "the default, 8), got "
+                            << static_cast<int64_t>(rasterGroup);
     if (kind == ScheduleKind::multistage)
       return selectMultistage(fn, m);
 
@@ -156,7 +160,7 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
       clusterShape = {cx, cy};
     // One m64 row block per warpgroup.
     auto attr = ScheduleAttr::get(fn.getContext(), kind, {m.tileM, m.tileN, m.tileK}, s,
-                                  m.tileM / 64, *swizzleBytes, clusterShape);
+                                  m.tileM / 64, *swizzleBytes, clusterShape, rasterGroup);
     fn->setAttr(TesselDialect::getScheduleAttrName(), attr);
     return success();
   }
@@ -220,7 +224,7 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
     // of K-major tiles.
     auto attr = ScheduleAttr::get(fn.getContext(), ScheduleKind::multistage,
                                   {m.tileM, m.tileN, m.tileK}, s, (w.count() + 3) / 4,
-                                  /*swizzle=*/m.tileK * 2, /*cluster=*/{});
+                                  /*swizzle=*/m.tileK * 2, /*cluster=*/{}, rasterGroup);
     fn->setAttr(TesselDialect::getScheduleAttrName(), attr);
     return success();
   }

@@ -1,8 +1,13 @@
 // RUN: tessel-opt %s -split-input-file -tessel-select-schedule -verify-diagnostics | FileCheck %s
 // RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="schedule=cooperative stages=3" 2>/dev/null | FileCheck %s --check-prefix=COOP
 // RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="schedule=pingpong" 2>&1 | FileCheck %s --check-prefix=PINGPONG
+// RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="schedule=cooperative raster-group=16" 2>/dev/null | FileCheck %s --check-prefix=RASTER
+// RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="raster-group=-1" 2>&1 | FileCheck %s --check-prefix=BADRASTER
 
 // COOP: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 3, warpgroups = 2, swizzle = 128>
+// The raster group is printed only when it is not the default.
+// RASTER: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128, raster = 16>
+// BADRASTER: option raster-group (options::raster_group) must be >= 0 (0: the default, 8), got -1
 // PINGPONG: schedule 'pingpong' keeps a whole tile per consumer warpgroup: BM x BN must be at most 128 x 128 (or 64 x 256), got 128 x 256
 
 // CHECK-LABEL: func.func @gemm

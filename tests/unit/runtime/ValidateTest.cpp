@@ -354,8 +354,8 @@ TEST(ValidateArgs, MnMajorOperandNeedsUnitStrideAlongItsContiguousDimension) {
   // The row-major A the kernel was not compiled for.
   EXPECT_THAT([] { validateArgs(mnMajorKernel(), gemmArgs(), {2, 1, 1}); },
               ThrowsMessage<tessel::error>(HasSubstr(
-                  "argument 0: stride of dimension 0 must be 1, got 512: the kernel was compiled for TMA "
-                  "loads of this argument with dimension 0 contiguous (tessel.contiguous_dim = 0)")));
+                  "argument 0: stride of dimension 0 must be 1, got 512: the kernel's TMA loads take "
+                  "dimension 0 as the contiguous one")));
   // The leading dimension (now dimension 1) must be a multiple of 16 bytes.
   EXPECT_THAT([] {
     std::vector<tensor_arg> args = mnMajorArgs();
@@ -371,7 +371,7 @@ TEST(ValidateCompiledKernel, ContiguousDimensionMustExist) {
   k.params[0].contiguousDim = 2;
   EXPECT_THAT([&] { runtime::validateCompiledKernel(k); },
               ThrowsMessage<tessel::error>(
-                  HasSubstr("contiguous dimension 2 is not a dimension of a rank-2 tensor")));
+                  HasSubstr("contiguous dimension 2 of a rank-2 tensor")));
 }
 
 TEST(PlanParams, Rank3TmaWithMiddleDimensionContiguous) {

@@ -36,6 +36,8 @@ def TesselSelectSchedule : Pass<"tessel-select-schedule", "mlir::ModuleOp"> {
     Option<"swizzle", "swizzle", "int64_t", /*default=*/"0",
            "shared-memory swizzle of the TMA-loaded operands: 0 automatic, 128, 64, 32, "
            "or -1 for none (options::swizzle)">,
+    Option<"rasterGroup", "raster-group", "int64_t", /*default=*/"0",
+           "rows of tiles per group of the grouped raster order (0: 8; options::raster_group)">,
   ];
   let dependentDialects = ["mlir::tessel::TesselDialect"];
 }

@@ -44,7 +44,10 @@ def Tessel_ScheduleAttr : AttrDef<Tessel_Dialect, "Schedule"> {
     shared-memory stages, consumer warpgroups, the swizzle (in bytes) of the
     operand tiles, and the CTA cluster (CTAs along program_id 0 x along
     program_id 1; omitted when 1 x 1). In a 2 x 1 cluster the two CTAs share
-    the B tile (TMA multicast), in a 1 x 2 cluster the A tile.
+    the B tile (TMA multicast), in a 1 x 2 cluster the A tile. `raster`: the
+    tile scheduler's group size (rows of tiles along program_id 0 walked
+    column by column, so that co-resident CTAs share operand tiles in L2);
+    omitted when 0, tessel's default (8).
 
     ```mlir
     func.func @gemm(...) attributes {tessel.kernel,
@@ -55,10 +58,12 @@ def Tessel_ScheduleAttr : AttrDef<Tessel_Dialect, "Schedule"> {
   }];
   let parameters = (ins "ScheduleKind":$kind, ArrayRefParameter<"int64_t">:$tile,
                         "int64_t":$stages, "int64_t":$warpgroups, "int64_t":$swizzle,
-                        OptionalArrayRefParameter<"int64_t">:$cluster);
+                        OptionalArrayRefParameter<"int64_t">:$cluster,
+                        DefaultValuedParameter<"int64_t", "0">:$raster);
   let assemblyFormat = [{
     `<` `kind` `=` $kind `,` `tile` `=` `[` $tile `]` `,` `stages` `=` $stages `,`
-    `warpgroups` `=` $warpgroups `,` `swizzle` `=` $swizzle (`,` `cluster` `=` `[` $cluster^ `]`)? `>`
+    `warpgroups` `=` $warpgroups `,` `swizzle` `=` $swizzle (`,` `cluster` `=` `[` $cluster^ `]`)?
+    (`,` `raster` `=` $raster^)? `>`
   }];
   let extraClassDeclaration = [{
     /// CTAs of the cluster along program_id 0 and 1 ({1, 1} when omitted).
@@ -67,6 +72,8 @@ def Tessel_ScheduleAttr : AttrDef<Tessel_Dialect, "Schedule"> {
       return c.size() == 2 ? std::array<int64_t, 2>{c[0], c[1]} : std::array<int64_t, 2>{1, 1};
     }
     int64_t getClusterSize() const { auto c = getClusterShape(); return c[0] * c[1]; }
+    /// Rows of tiles per raster group (the default, 8, when `raster` is 0).
+    int64_t getRasterGroup() const { return getRaster() > 0 ? getRaster() : 8; }
   }];
 }
 
