@@ -30,6 +30,7 @@
 #include <tuple>
 #include <vector>
 
+#include "scoped_env.hpp"
 #include "bench_util.h"
 #include "gpu_test_util.hpp"
 #include "tessel_gemm.hpp"
@@ -42,27 +43,7 @@ namespace {
 constexpr std::uint16_t kInputPoison = 0x7fc0;   // bf16 quiet NaN in unused input elements
 constexpr std::uint16_t kOutputPoison = 0x7fc1;  // bf16 NaN in C's buffer, must survive outside C
 
-/// Sets an environment variable for one scope (restores the old value).
-class scoped_env {
-public:
-  scoped_env(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~scoped_env() {
-    if (old_)
-      setenv(name_.c_str(), old_->c_str(), 1);
-    else
-      unsetenv(name_.c_str());
-  }
-
-private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
+using tessel_test::scoped_env;
 
 /// A 2-d bf16 tensor on the host and the device: `rows x cols` at element offset `offset` of a
 /// buffer, element (r, c) at offset + r*s0 + c*s1.

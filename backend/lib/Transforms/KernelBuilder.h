@@ -99,6 +99,8 @@ private:
   /// each operand (K- or MN-major in global and shared memory).
   struct MultistagePlan;
   struct MsOperand;
+  /// Tile r of a gx x gy grid -> (x, y) in grouped raster order.
+  std::pair<Value, Value> groupedRaster(Value r, Value gx, Value gy);
   /// Grouped raster order: remaps %ctaid to the user's program ids so that
   /// CTAs running at the same time share A and B tiles in L2.
   void msRasterProgramIds();

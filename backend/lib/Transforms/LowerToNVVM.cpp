@@ -1190,23 +1190,37 @@ static std::array<Value, 2> clusterGrid(OpBuilder &b, Location loc, ArrayRef<Val
   return {ceilDiv(grid[0], cx), ceilDiv(grid[1], cy)};
 }
 
-/// Cluster tile `t` (i32) -> program ids, with grouped raster order along
-/// axis 0: groups of `raster` (ScheduleAttr::getRasterGroup) rows of cluster tiles are walked column by
-/// column, so that concurrently running CTAs share A and B tiles in L2. The
-/// CTA of rank r in a 2x1 (1x2) cluster takes row (column) 2X + r.
+/// Grouped raster order: tile `r` (i32, in [0, gx * gy)) of a gx x gy grid ->
+/// (x, y). Groups of `raster` (ScheduleAttr::getRasterGroup) rows along axis 0
+/// are walked column by column, so that CTAs running at the same time share A
+/// and B tiles in L2:
+///
+///   raster 2, gx = 5, gy = 3:   x\y  0  1  2
+///                                0    0  2  4
+///                                1    1  3  5
+///                                2    6  8 10
+///                                3    7  9 11
+///                                4   12 13 14   (a last, narrower group)
+std::pair<Value, Value> KernelBuilder::groupedRaster(Value r, Value gx, Value gy) {
+  int64_t g = sched.getRasterGroup();
+  Value width = b.create<arith::MulIOp>(loc, i32(g), gy);
+  Value group = b.create<arith::DivUIOp>(loc, r, width);
+  Value firstX = b.create<arith::MulIOp>(loc, group, i32(g));
+  Value size = b.create<arith::MinUIOp>(loc, b.create<arith::SubIOp>(loc, gx, firstX), i32(g));
+  Value inGroup = b.create<arith::RemUIOp>(loc, r, width);
+  return {b.create<arith::AddIOp>(loc, firstX, b.create<arith::RemUIOp>(loc, inGroup, size)),
+          b.create<arith::DivUIOp>(loc, inGroup, size)};
+}
+
+/// Cluster tile `t` (i32) -> program ids in grouped raster order
+/// (groupedRaster over the grid of cluster tiles). The CTA of rank r in a 2x1
+/// (1x2) cluster takes row (column) 2X + r.
 void KernelBuilder::setProgramIds(Value t) {
   auto [gx, gy] = clusterGrid(b, loc, gridParams, clusterX, clusterY);
   Value perSlice = b.create<arith::MulIOp>(loc, gx, gy);
   Value z = b.create<arith::DivUIOp>(loc, t, perSlice);
   Value r = b.create<arith::RemUIOp>(loc, t, perSlice);
-  Value width = b.create<arith::MulIOp>(loc, i32(sched.getRasterGroup()), gy);
-  Value group = b.create<arith::DivUIOp>(loc, r, width);
-  Value firstX = b.create<arith::MulIOp>(loc, group, i32(sched.getRasterGroup()));
-  Value size = b.create<arith::MinUIOp>(loc, b.create<arith::SubIOp>(loc, gx, firstX),
-                                        i32(sched.getRasterGroup()));
-  Value inGroup = b.create<arith::RemUIOp>(loc, r, width);
-  Value x = b.create<arith::AddIOp>(loc, firstX, b.create<arith::RemUIOp>(loc, inGroup, size));
-  Value y = b.create<arith::DivUIOp>(loc, inGroup, size);
+  auto [x, y] = groupedRaster(r, gx, gy);
   if (clusterX > 1)
     x = b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, x, i32(clusterX)), clusterRank);
   if (clusterY > 1)

@@ -157,14 +157,8 @@ void KernelBuilder::msRasterProgramIds() {
   Value y = b.create<NVVM::BlockIdYOp>(loc, b.getI32Type());
   Value z = b.create<NVVM::BlockIdZOp>(loc, b.getI32Type());
   Value t = b.create<arith::AddIOp>(loc, x, b.create<arith::MulIOp>(loc, y, gx));
-  Value width = b.create<arith::MulIOp>(loc, i32(sched.getRasterGroup()), gy);
-  Value group = b.create<arith::DivUIOp>(loc, t, width);
-  Value firstX = b.create<arith::MulIOp>(loc, group, i32(sched.getRasterGroup()));
-  Value size = b.create<arith::MinUIOp>(loc, b.create<arith::SubIOp>(loc, gx, firstX),
-                                        i32(sched.getRasterGroup()));
-  Value inGroup = b.create<arith::RemUIOp>(loc, t, width);
-  programIds = {b.create<arith::AddIOp>(loc, firstX, b.create<arith::RemUIOp>(loc, inGroup, size)),
-                b.create<arith::DivUIOp>(loc, inGroup, size), z};
+  auto [px, py] = groupedRaster(t, gx, gy);
+  programIds = {px, py, z};
   // The prologue's scalars were computed from %ctaid: recompute them here, at
   // the top level, so that they dominate every later use (as build() does).
   scalars.clear();

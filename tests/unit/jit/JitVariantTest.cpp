@@ -18,6 +18,7 @@
 #include <sstream>
 #include <string>
 
+#include "scoped_env.hpp"
 #include "02_gemm/gemm.hpp"
 
 namespace ts = tessel;
@@ -27,26 +28,7 @@ using ::testing::Not;
 
 namespace {
 
-class ScopedEnv {
-public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value)
-      setenv(name, value->c_str(), 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      setenv(name_.c_str(), old_->c_str(), 1);
-    else
-      unsetenv(name_.c_str());
-  }
-
-private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
+using ScopedEnv = tessel_test::scoped_env;
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p);

@@ -12,35 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "scoped_env.hpp"
 #include "tessel/Runtime/CompiledKernel.h"
 #include "tessel/kernel/runtime_api.hpp"
 
 namespace tessel::testing {
 
-/// Sets (or unsets, with nullopt) an environment variable for one scope.
-class ScopedEnv {
-public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name))
-      old_ = old;
-    if (value)
-      setenv(name, value->c_str(), 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      setenv(name_.c_str(), old_->c_str(), 1);
-    else
-      unsetenv(name_.c_str());
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
-private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
+using ScopedEnv = tessel_test::scoped_env;
 
 /// kernel 'gemm'(A: bf16 MxK via TMA, B: bf16 KxN via TMA, C: f32 MxN by
 /// pointer). C gets sizes and its outer stride, but no innermost stride
