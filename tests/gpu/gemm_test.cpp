@@ -22,6 +22,7 @@
 
 #include "bench_util.h"
 #include "gpu_test_util.hpp"
+#include "kernel_cache.hpp"
 #include "tessel_gemm.hpp"
 
 namespace ts = tessel;
@@ -38,31 +39,20 @@ using tessel_gpu_test::device;
 
 namespace {
 
-/// One compiled kernel per (variant, tile, schedule, stages), shared by the tests of a process.
-/// A compile failure is remembered and reported by every test that needs the kernel.
-struct cached_kernel {
-  std::unique_ptr<ts::kernel> kernel;
-  std::string error;
-};
+using tessel_gpu_test::cached_kernel;
 
+/// One compiled kernel per (variant, tile, schedule, stages, cluster), shared by the tests.
 cached_kernel& get_kernel(tb::gemm_variant v, const tb::tile_shape& tile, ts::schedule s, int stages,
                           std::array<int, 2> cluster = {1, 1}) {
-  static std::map<std::string, cached_kernel> cache;
   std::string key = std::string(v == tb::gemm_variant::plain ? "gemm" : "gemm_bias_relu") + "/" + tile.str() + "/" +
                     tb::schedule_name(s) + "/" + std::to_string(stages) + "/" + tb::cluster_str(cluster);
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
-  cached_kernel ck;
-  try {
+  return tessel_gpu_test::cached(key, [&] {
     ts::options o;
     o.schedule = s;
     o.stages = stages;
     o.cluster = cluster;
-    ck.kernel = std::make_unique<ts::kernel>(tb::jit_gemm(v, tile, o));
-  } catch (const std::exception& e) {
-    ck.error = key + ": " + e.what();
-  }
-  return cache.emplace(key, std::move(ck)).first->second;
+    return tb::jit_gemm(v, tile, o);
+  });
 }
 
 void launch(ts::kernel& k, tb::gemm_variant v, const tb::tile_shape& tile, const tb::gemm_problem& p,

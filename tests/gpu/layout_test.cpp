@@ -40,6 +40,7 @@
 
 #include "bench_util.h"
 #include "gpu_test_util.hpp"
+#include "kernel_cache.hpp"
 #include "tessel_gemm.hpp"
 
 namespace ts = tessel;
@@ -98,31 +99,21 @@ std::string param_name(const ::testing::TestParamInfo<layout_param>& info) {
   return std::string(tb::schedule_name(schedule)) + "_" + layout + "_sw" + swizzle_name(swizzle) + "_" + sh.str();
 }
 
-struct cached_kernel {
-  std::unique_ptr<ts::kernel> kernel;
-  std::string error;
-};
+using tessel_gpu_test::cached_kernel;
 
 /// One kernel per (trace layout, schedule, swizzle), shared by the tests of a process.
 cached_kernel& get_kernel(bool amn, bool bmn, ts::schedule s, int swizzle) {
-  static std::map<std::string, cached_kernel> cache;
   std::string key = std::to_string(amn) + std::to_string(bmn) + "/" + tb::schedule_name(s) + "/" +
                     swizzle_name(swizzle);
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
-  cached_kernel ck;
-  try {
+  return tessel_gpu_test::cached(key, [&]() -> ts::kernel {
     ts::options o;
     o.schedule = s;
     o.swizzle = swizzle;
-    if (!amn && !bmn) ck.kernel = std::make_unique<ts::kernel>(ts::jit(layout_gemm<false, false>{}, o));
-    if (amn && !bmn) ck.kernel = std::make_unique<ts::kernel>(ts::jit(layout_gemm<true, false>{}, o));
-    if (amn && bmn) ck.kernel = std::make_unique<ts::kernel>(ts::jit(layout_gemm<true, true>{}, o));
-    if (!amn && bmn) ck.kernel = std::make_unique<ts::kernel>(ts::jit(layout_gemm<false, true>{}, o));
-  } catch (const std::exception& e) {
-    ck.error = key + ": " + e.what();
-  }
-  return cache.emplace(key, std::move(ck)).first->second;
+    if (!amn && !bmn) return ts::jit(layout_gemm<false, false>{}, o);
+    if (amn && !bmn) return ts::jit(layout_gemm<true, false>{}, o);
+    if (amn && bmn) return ts::jit(layout_gemm<true, true>{}, o);
+    return ts::jit(layout_gemm<false, true>{}, o);
+  });
 }
 
 std::uint16_t to_bf16(float f) {
