@@ -262,9 +262,13 @@ LogicalResult KernelBuilder::msCopyChunks(const MultistagePlan &p, const MsOpera
   auto gptrTy = r.ptr.getType();
   // This thread's first chunk (row0, chunk), its byte offset dst0 in a
   // stage, its element offset thrOff from the tile origin, and the element
-  // distance of its chunks: recomputed per tile from an opaque %tid (a few
-  // integer ops) rather than kept live across the mainloop in registers.
-  Value tidO = opaque(b, loc, tid);
+  // distance of its chunks. For K-major operands of 2-d tensors LLVM keeps
+  // them live across the mainloop (fewer address instructions per copy:
+  // 0.42-0.45x -> 0.46-0.48x cuBLAS at 8192^3, docs/benchmarks.md run 10);
+  // for MN-major and batched operands that spills, so they are recomputed
+  // per tile from an opaque %tid (a few integer ops).
+  const bool hoist = o.kMajor && LoadOp(o.op.load).getRef().getType().getRank() == 2;
+  Value tidO = hoist ? tid : opaque(b, loc, tid);
   Value row0 = b.create<arith::DivUIOp>(loc, tidO, i32(o.cpr));
   Value chunk = b.create<arith::RemUIOp>(loc, tidO, i32(o.cpr));
   auto swzOf = [&](Value row) -> Value {
@@ -297,7 +301,8 @@ LogicalResult KernelBuilder::msCopyChunks(const MultistagePlan &p, const MsOpera
       b.create<arith::MulIOp>(
           loc, b.create<arith::ExtUIOp>(loc, i64Ty, b.create<arith::MulIOp>(loc, chunk, i32(8))),
           sCd));
-  Value rowStepElems = b.create<arith::MulIOp>(loc, i64(o.rowStep), opaque(b, loc, sOd));
+  Value rowStepElems =
+      b.create<arith::MulIOp>(loc, i64(o.rowStep), hoist ? sOd : opaque(b, loc, sOd));
   Value dst = b.create<arith::AddIOp>(
       loc, smemAddr(b.create<arith::AddIOp>(loc, i32(o.base),
                                             b.create<arith::MulIOp>(loc, stage, i32(o.stageBytes)))),
