@@ -42,18 +42,22 @@ struct batched_case {
   ts::schedule schedule;
   int bk;  ///< 64 (wgmma schedules) or 32 (multistage's 128x128x32 tile)
   std::int64_t batch, m, n, k;
+  bool a_mn = false, b_mn = false;  ///< each matrix of A (B) M- (N-) contiguous: a layout variant
+  int swizzle = 0;                  ///< options::swizzle
 };
 
 std::string case_name(const ::testing::TestParamInfo<batched_case>& info) {
   const batched_case& c = info.param;
   std::string s = tb::schedule_name(c.schedule);
-  return s + "_bk" + std::to_string(c.bk) + "_" + std::to_string(c.batch) + "x" + std::to_string(c.m) + "x" +
-         std::to_string(c.n) + "x" + std::to_string(c.k);
+  return s + "_bk" + std::to_string(c.bk) + "_" + (c.a_mn ? "N" : "T") + (c.b_mn ? "T" : "N") + "_sw" +
+         (c.swizzle < 0 ? std::string("none") : std::to_string(c.swizzle)) + "_" + std::to_string(c.batch) + "x" +
+         std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k);
 }
 
 ts::kernel compile(const batched_case& c) {
   ts::options o;
   o.schedule = c.schedule;
+  o.swizzle = c.swizzle;
   if (c.bk == 32) return ts::jit(batched_gemm<128, 128, 32>{}, o);
   return ts::jit(batched_gemm<128, 128, 64>{}, o);
 }
@@ -72,8 +76,13 @@ TEST_P(BatchedGemm, EveryMatrixMatchesCpu) {
   ts::kernel k;
   ASSERT_NO_THROW(k = compile(c));
 
-  // Padded batch strides: one extra row (A, B) or 8 extra elements (C) between matrices.
-  const std::int64_t sA = (c.m + 1) * c.k, sB = (c.n + 1) * c.k, sC = c.m * c.n + 8;
+  // Padded batch strides: one extra row (A, B) or 8 extra elements (C) between matrices. Each
+  // matrix of A is M x K with leading dimension ldA (K, or M when M-contiguous), likewise B.
+  const std::int64_t ldA = c.a_mn ? c.m : c.k, ldB = c.b_mn ? c.n : c.k;
+  const std::int64_t sA = (c.a_mn ? c.k + 1 : c.m + 1) * ldA, sB = (c.b_mn ? c.k + 1 : c.n + 1) * ldB,
+                     sC = c.m * c.n + 8;
+  // Element (i, kk) of matrix z: z * sA + i * rA + kk * kA.
+  const std::int64_t rA = c.a_mn ? 1 : c.k, kA = c.a_mn ? c.m : 1, rB = c.b_mn ? 1 : c.k, kB = c.b_mn ? c.n : 1;
   const std::size_t nA = std::size_t(c.batch * sA), nB = std::size_t(c.batch * sB), nC = std::size_t(c.batch * sC);
   tb::device_buffer A(nA * 2), B(nB * 2), C(nC * 2);
   tb::fill_uniform_bf16(A.get(), nA, 11 + c.m);
@@ -82,8 +91,8 @@ TEST_P(BatchedGemm, EveryMatrixMatchesCpu) {
 
   const ts::grid grid{unsigned(ts::cdiv(c.m, std::int64_t(128))), unsigned(ts::cdiv(c.n, std::int64_t(128))),
                       unsigned(c.batch)};
-  ASSERT_NO_THROW(k.launch(nullptr, grid, ts::view<ts::bf16>(A.get(), {c.batch, c.m, c.k}, {sA, c.k, 1}),
-                           ts::view<ts::bf16>(B.get(), {c.batch, c.n, c.k}, {sB, c.k, 1}),
+  ASSERT_NO_THROW(k.launch(nullptr, grid, ts::view<ts::bf16>(A.get(), {c.batch, c.m, c.k}, {sA, rA, kA}),
+                           ts::view<ts::bf16>(B.get(), {c.batch, c.n, c.k}, {sB, rB, kB}),
                            ts::view<ts::bf16>(C.get(), {c.batch, c.m, c.n}, {sC, c.n, 1})));
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
 
@@ -95,7 +104,7 @@ TEST_P(BatchedGemm, EveryMatrixMatchesCpu) {
       for (std::int64_t j = 0; j < c.n; ++j) {
         double want = 0;
         for (std::int64_t kk = 0; kk < c.k; ++kk)
-          want += double(a[z * sA + i * c.k + kk]) * double(b[z * sB + j * c.k + kk]);
+          want += double(a[z * sA + i * rA + kk * kA]) * double(b[z * sB + j * rB + kk * kB]);
         float g = got[z * sC + i * c.n + j];
         double tol = tessel_gpu_test::sample_tol(want, c.k);
         if (!(std::abs(g - want) <= tol) && bad++ < 8)
@@ -117,6 +126,12 @@ std::vector<batched_case> cases() {
   for (ts::schedule s : wgmma)
     for (auto [z, m, n, k] : shapes) out.push_back({s, 64, z, m, n, k});
   for (auto [z, m, n, k] : shapes) out.push_back({ts::schedule::multistage, 32, z, m, n, k});
+  // MN-major matrices of a batch (layout variants) and narrower swizzles.
+  out.push_back({ts::schedule::tma, 64, 3, 200, 136, 72, true, false, 64});
+  out.push_back({ts::schedule::cooperative, 64, 3, 200, 136, 72, false, true, 0});
+  out.push_back({ts::schedule::pingpong, 64, 2, 129, 256, 136, true, true, ts::swizzle_none});
+  out.push_back({ts::schedule::warp_specialized, 64, 2, 128, 128, 64, true, true, 32});
+  out.push_back({ts::schedule::multistage, 32, 3, 200, 136, 72, true, true, 0});
   return out;
 }
 

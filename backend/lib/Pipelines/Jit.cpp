@@ -102,6 +102,7 @@ tessel::CompiledKernel compileVariant(const VariantSource &src, const tessel::de
     o.schedule = tessel::schedule::multistage;
     o.stages = 0;        // the stage count was chosen for the other schedule's ring
     o.cluster = {1, 1};  // multistage has no clusters
+    o.swizzle = 0;       // nor TMA swizzles (its XOR swizzle is its own)
   }
   tessel::CompiledKernel k;
   try {

@@ -56,9 +56,9 @@ protected:
   }
   void TearDown() override { fs::remove_all(dir); }
 
-  ts::kernel jit(ts::schedule s, bool verbose = false) {
+  ts::kernel jit(ts::schedule s, bool verbose = false, int swizzle = 0) {
     return ts::jit(examples::gemm<128, 128, 64>{},
-                   {.schedule = s, .stages = 3, .dump_dir = dir.string(), .verbose = verbose});
+                   {.schedule = s, .stages = 3, .swizzle = swizzle, .dump_dir = dir.string(), .verbose = verbose});
   }
 
   /// Launches; the launch must throw (no GPU, or fake addresses on a GPU). Returns stderr.
@@ -101,6 +101,16 @@ TEST_F(JitVariants, MisalignedOperandCompilesTheMultistageVariantOnceWithANote) 
   fs::remove_all(dir / "variant-multistage");
   EXPECT_EQ(launch(k, A(0x7f0000100006), B(), C()), "");
   EXPECT_FALSE(fs::exists(dir / "variant-multistage"));
+}
+
+TEST_F(JitVariants, FallbackDropsTheTmaSwizzle) {
+  // options::swizzle is for TMA-fed tiles; multistage has its own XOR swizzle and rejects one.
+  ts::kernel k = jit(ts::schedule::tma, /*verbose=*/false, /*swizzle=*/64);
+  std::string error;
+  std::string err = launch(k, A(0x7f0000100002), B(), C(), &error);
+  EXPECT_THAT(err, HasSubstr("launching the schedule multistage variant instead"));
+  EXPECT_THAT(error, Not(HasSubstr("fallback to schedule multistage failed")));
+  EXPECT_THAT(slurp(dir / "variant-multistage" / "02-scheduled.mlir"), HasSubstr("#tessel.schedule<kind = multistage"));
 }
 
 TEST_F(JitVariants, OddLeadingDimensionFallsBackForWarpSpecialized) {
