@@ -59,6 +59,23 @@ TEST(Host, RotationSets) {
   EXPECT_GE((tb::rotation_sets(24u << 20, L2, 3, 24ull << 30) - 1) * (24u << 20), 2 * L2);
 }
 
+TEST(Host, GemmLayoutNamesAndStrides) {
+  // BLAS names: letter 1 is A (T = K-contiguous), letter 2 is B (N = K-contiguous).
+  const tb::gemm_layout tn = tb::gemm_layout::parse("TN"), nt = tb::gemm_layout::parse("nt");
+  EXPECT_TRUE(tn == tb::gemm_layout{});
+  EXPECT_EQ(nt.str(), "NT");
+  EXPECT_FALSE(nt.a_k_contiguous);
+  EXPECT_FALSE(nt.b_k_contiguous);
+  EXPECT_EQ(tb::gemm_layout::parse("TT").str(), "TT");
+  EXPECT_EQ(tb::gemm_layout::parse("NN").str(), "NN");
+  // M x K A: row-major {K, 1}, or M-contiguous {1, M}; N x K B likewise.
+  EXPECT_EQ(tn.a_strides(300, 200), (std::array<std::int64_t, 2>{200, 1}));
+  EXPECT_EQ(nt.a_strides(300, 200), (std::array<std::int64_t, 2>{1, 300}));
+  EXPECT_EQ(nt.b_strides(100, 200), (std::array<std::int64_t, 2>{1, 100}));
+  EXPECT_THROW(tb::gemm_layout::parse("TX"), std::invalid_argument);
+  EXPECT_THROW(tb::gemm_layout::parse("TNN"), std::invalid_argument);
+}
+
 TEST(Reference, CublasLtMatchesCpuExactly) {
   TESSEL_REQUIRE_GPU();
   // Non-square, nothing a multiple of anything, so that a transposed or mis-strided reference fails.
