@@ -17,6 +17,7 @@
 
 #include "bench_util.h"
 #include "gpu_test_util.hpp"
+#include "scoped_env.hpp"
 #include "tessel_gemm.hpp"
 
 #include <tessel/tessel.hpp>
@@ -44,12 +45,14 @@ struct batched_case {
   std::int64_t batch, m, n, k;
   bool a_mn = false, b_mn = false;  ///< each matrix of A (B) M- (N-) contiguous: a layout variant
   int swizzle = 0;                  ///< options::swizzle
+  std::int64_t batch_pad = 0;       ///< extra elements between A's (and B's) matrices
 };
 
 std::string case_name(const ::testing::TestParamInfo<batched_case>& info) {
   const batched_case& c = info.param;
   std::string s = tb::schedule_name(c.schedule);
-  return s + "_bk" + std::to_string(c.bk) + "_" + (c.a_mn ? "N" : "T") + (c.b_mn ? "T" : "N") + "_sw" +
+  return s + "_bk" + std::to_string(c.bk) + (c.batch_pad ? "_pad" + std::to_string(c.batch_pad) : "") + "_" +
+         (c.a_mn ? "N" : "T") + (c.b_mn ? "T" : "N") + "_sw" +
          (c.swizzle < 0 ? std::string("none") : std::to_string(c.swizzle)) + "_" + std::to_string(c.batch) + "x" +
          std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k);
 }
@@ -79,8 +82,8 @@ TEST_P(BatchedGemm, EveryMatrixMatchesCpu) {
   // Padded batch strides: one extra row (A, B) or 8 extra elements (C) between matrices. Each
   // matrix of A is M x K with leading dimension ldA (K, or M when M-contiguous), likewise B.
   const std::int64_t ldA = c.a_mn ? c.m : c.k, ldB = c.b_mn ? c.n : c.k;
-  const std::int64_t sA = (c.a_mn ? c.k + 1 : c.m + 1) * ldA, sB = (c.b_mn ? c.k + 1 : c.n + 1) * ldB,
-                     sC = c.m * c.n + 8;
+  const std::int64_t sA = (c.a_mn ? c.k + 1 : c.m + 1) * ldA + c.batch_pad,
+                     sB = (c.b_mn ? c.k + 1 : c.n + 1) * ldB + c.batch_pad, sC = c.m * c.n + 8;
   // Element (i, kk) of matrix z: z * sA + i * rA + kk * kA.
   const std::int64_t rA = c.a_mn ? 1 : c.k, kA = c.a_mn ? c.m : 1, rB = c.b_mn ? 1 : c.k, kB = c.b_mn ? c.n : 1;
   const std::size_t nA = std::size_t(c.batch * sA), nB = std::size_t(c.batch * sB), nC = std::size_t(c.batch * sC);
@@ -91,6 +94,9 @@ TEST_P(BatchedGemm, EveryMatrixMatchesCpu) {
 
   const ts::grid grid{unsigned(ts::cdiv(c.m, std::int64_t(128))), unsigned(ts::cdiv(c.n, std::int64_t(128))),
                       unsigned(c.batch)};
+  // MN-major matrices here meet TMA's rules: their layout variant itself must run (no fallback).
+  tessel_test::scoped_env policy("TESSEL_FALLBACK",
+                                 (c.a_mn || c.b_mn) && c.schedule != ts::schedule::multistage ? "error" : nullptr);
   ASSERT_NO_THROW(k.launch(nullptr, grid, ts::view<ts::bf16>(A.get(), {c.batch, c.m, c.k}, {sA, rA, kA}),
                            ts::view<ts::bf16>(B.get(), {c.batch, c.n, c.k}, {sB, rB, kB}),
                            ts::view<ts::bf16>(C.get(), {c.batch, c.m, c.n}, {sC, c.n, 1})));
@@ -129,9 +135,17 @@ std::vector<batched_case> cases() {
   // MN-major matrices of a batch (layout variants) and narrower swizzles.
   out.push_back({ts::schedule::tma, 64, 3, 200, 136, 72, true, false, 64});
   out.push_back({ts::schedule::cooperative, 64, 3, 200, 136, 72, false, true, 0});
-  out.push_back({ts::schedule::pingpong, 64, 2, 129, 256, 136, true, true, ts::swizzle_none});
+  out.push_back({ts::schedule::pingpong, 64, 2, 136, 256, 136, true, true, ts::swizzle_none});
   out.push_back({ts::schedule::warp_specialized, 64, 2, 128, 128, 64, true, true, 32});
   out.push_back({ts::schedule::multistage, 32, 3, 200, 136, 72, true, true, 0});
+  // Rows that are not 16-byte multiples (K = 100): multistage's synchronous copies, directly and
+  // as tma's fallback, for every matrix of the batch.
+  out.push_back({ts::schedule::multistage, 32, 3, 130, 72, 100});
+  out.push_back({ts::schedule::tma, 64, 3, 130, 72, 100});
+  // Aligned rows but a batch stride 8 bytes off 16: TMA's rule fails on the batch dimension and
+  // multistage must not issue 16-byte cp.async into the later matrices.
+  out.push_back({ts::schedule::cooperative, 64, 3, 128, 128, 64, false, false, 0, 4});
+  out.push_back({ts::schedule::multistage, 32, 3, 128, 128, 64, false, false, 0, 4});
   return out;
 }
 

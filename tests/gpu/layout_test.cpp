@@ -16,9 +16,9 @@
 //                     so these run today.
 //   StridedLayoutGemm the default kernel (A.load({m, k}), B.load({n, k}).T()) launched on
 //                     column-major views, ts::view(p, {M, K}, {1, ldA}). The kernel must be compiled
-//                     with tessel.contiguous_dim = 0 on such arguments, which the runtime-side
-//                     variant selection (not in this branch) does; until then these cases fail at
-//                     launch validation ("innermost stride ... must be 1").
+//                     with tessel.contiguous_dim = 0 on such arguments: the launch compiles that
+//                     layout variant. TESSEL_FALLBACK=error makes sure the MN-major TMA variant
+//                     itself runs (padded leading dimensions meet TMA's rules), not multistage.
 //
 // Every case: random bf16 inputs in [-1, 1), leading dimensions padded to 8 elements (TMA's 16-byte
 // stride rule) with NaN in the padding, C poisoned with NaN, one launch, then every element of C
@@ -41,6 +41,7 @@
 #include "bench_util.h"
 #include "gpu_test_util.hpp"
 #include "kernel_cache.hpp"
+#include "scoped_env.hpp"
 #include "tessel_gemm.hpp"
 
 namespace ts = tessel;
@@ -182,8 +183,10 @@ void run_case(const layout_param& param, bool strided) {
 
   const ts::grid grid{unsigned((sh.m + kBM - 1) / kBM), unsigned((sh.n + kBN - 1) / kBN)};
   const ts::tensor_arg c = ts::view<ts::bf16>(C.get(), {sh.m, sh.n});
-  if (strided)
+  if (strided) {
+    tessel_test::scoped_env no_fallback("TESSEL_FALLBACK", "error");
     ASSERT_NO_THROW(ck.kernel->launch(nullptr, grid, A.strided_view(), B.strided_view(), c));
+  }
   else
     ASSERT_NO_THROW(ck.kernel->launch(nullptr, grid, A.traced_view(), B.traced_view(), c));
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudaGetErrorString(cudaGetLastError());

@@ -223,6 +223,14 @@ LogicalResult KernelBuilder::msPlanOperand(MultistagePlan &p, MsOperand &o) {
       loc, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, sCd, i64(1)),
       single(r.sizes[lead + o.cd]));
   o.vecOk = b.create<arith::AndIOp>(loc, baseOk, b.create<arith::AndIOp>(loc, rowsOk, unitOk));
+  // A matrix of a batch starts batch * strides[0] elements in: 16-byte
+  // multiples too (or a batch of one).
+  if (lead) {
+    Value batchOk = b.create<arith::OrIOp>(
+        loc, eq0(b.create<arith::AndIOp>(loc, b.create<arith::MulIOp>(loc, r.strides[0], i64(eltBytes)), i64(15))),
+        single(r.sizes[0]));
+    o.vecOk = b.create<arith::AndIOp>(loc, o.vecOk, batchOk);
+  }
 
   // ldmatrix lane addresses (see the file comment): the shared row and
   // logical chunk lane l reads for block 0 and k16 step 0.
@@ -290,9 +298,13 @@ LogicalResult KernelBuilder::msCopyChunks(const MultistagePlan &p, const MsOpera
   Value sOd = r.strides[lead + o.od], sCd = r.strides[lead + o.cd];
   Value tileElem = b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, offOd, sOd),
                                            b.create<arith::MulIOp>(loc, offCd, sCd));
+  // Element offset of this tile's matrix (0 for 2-d tensors): every copy path
+  // (cp.async and the synchronous one) adds it.
+  Value batchElem = i64(0);
   if (lead) {
     Value batch = b.create<arith::ExtSIOp>(loc, i64Ty, (*offOrFail)[0]);
-    tileElem = b.create<arith::AddIOp>(loc, tileElem, b.create<arith::MulIOp>(loc, batch, r.strides[0]));
+    batchElem = b.create<arith::MulIOp>(loc, batch, r.strides[0]);
+    tileElem = b.create<arith::AddIOp>(loc, tileElem, batchElem);
     Value batchOk = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, batch, r.sizes[0]);
     sizeOd = b.create<arith::SelectOp>(loc, batchOk, sizeOd, i64(0));
   }
@@ -430,7 +442,7 @@ LogicalResult KernelBuilder::msCopyChunks(const MultistagePlan &p, const MsOpera
             b.create<arith::ShLIOp>(loc, b.create<arith::XOrIOp>(loc, chunk, swzRow), i32(4))));
     Value rowIdx = b.create<arith::AddIOp>(loc, offOd, b.create<arith::ExtUIOp>(loc, i64Ty, row));
     Value rowOk = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, rowIdx, sizeOd);
-    Value rowLinear = b.create<arith::MulIOp>(loc, rowIdx, sOd);
+    Value rowLinear = b.create<arith::AddIOp>(loc, batchElem, b.create<arith::MulIOp>(loc, rowIdx, sOd));
     SmallVector<Value, 4> words;
     Value word;
     for (int64_t e = 0; e < 16 / eltBytes; ++e) {

@@ -86,9 +86,10 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
     if (kind == ScheduleKind::multistage && StringRef(cluster) != "1x1")
       return m.dot.emitError() << "cluster " << cluster << " needs a persistent schedule "
                                << "(cooperative or pingpong), got 'multistage'";
-    if (rasterGroup < 0)
-      return fn.emitError() << "option raster-group (options::raster_group) must be >= 0 (0: "
-                               "the default, 8), got "
+    // (At most 1024: the scheduler computes raster x grid-columns in i32.)
+    if (rasterGroup < 0 || rasterGroup > 1024)
+      return fn.emitError() << "option raster-group (options::raster_group) must be in [0, 1024] "
+                               "(0: the default, 8), got "
                             << static_cast<int64_t>(rasterGroup);
     if (kind == ScheduleKind::multistage)
       return selectMultistage(fn, m);

@@ -7,7 +7,7 @@
 // COOP: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 3, warpgroups = 2, swizzle = 128>
 // The raster group is printed only when it is not the default.
 // RASTER: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128, raster = 16>
-// BADRASTER: option raster-group (options::raster_group) must be >= 0 (0: the default, 8), got -1
+// BADRASTER: option raster-group (options::raster_group) must be in [0, 1024] (0: the default, 8), got -1
 // PINGPONG: schedule 'pingpong' keeps a whole tile per consumer warpgroup: BM x BN must be at most 128 x 128 (or 64 x 256), got 128 x 256
 
 // CHECK-LABEL: func.func @gemm

@@ -43,7 +43,8 @@ struct options {
   int swizzle = 0;
   /// Grouped raster order of the tile scheduler (persistent schedules and multistage): CTAs
   /// walk groups of this many rows of tiles (along program_id 0) column by column, so that
-  /// the CTAs running at the same time share A and B tiles in L2. 0 = tessel's default (8).
+  /// the CTAs running at the same time share A and B tiles in L2. 0 = tessel's default (8);
+  /// at most 1024.
   int raster_group = 0;
   std::string dump_dir;                  ///< write every stage here (also $TESSEL_DUMP_DIR)
   bool verbose = false;                  ///< print compile steps and the ptxas log to stderr
