@@ -154,11 +154,8 @@ private:
   for (Attribute a : kernel->getAttrOfType<ArrayAttr>("tessel.params"))
     k.params.push_back(parseParam(cast<StringAttr>(a).getValue()));
   for (const ::tessel::ParamSpec &p : k.params)
-    if (p.kind == ::tessel::ParamSpec::Kind::TmaDescriptor && !p.store) {
+    if (p.kind == ::tessel::ParamSpec::Kind::TmaDescriptor && !p.store)
       k.args[p.arg].loadedByTma = true;
-      if (p.contiguousDim >= 0)
-        k.args[p.arg].contiguousDim = p.contiguousDim;
-    }
   k.blockThreads = kernel->getAttrOfType<IntegerAttr>("tessel.threads").getInt();
   k.dynamicSmemBytes = kernel->getAttrOfType<IntegerAttr>("tessel.shared_bytes").getInt();
   k.persistent = kernel->hasAttr("tessel.persistent");

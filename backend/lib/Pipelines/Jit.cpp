@@ -17,6 +17,7 @@
 #include "tessel/Pipelines/Pipelines.h"
 #include "tessel/Runtime/Env.h"
 #include "tessel/Runtime/Kernel.h"
+#include "tessel/Transforms/OperandLayout.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -94,7 +95,7 @@ tessel::CompiledKernel compileVariant(const VariantSource &src, const tessel::de
     throw tessel::error("tessel: internal error: the traced module has no function '" + src.name + "'");
   for (size_t i = 0; i < r.contiguousDims.size() && i < kernel.getNumArguments(); ++i)
     if (r.contiguousDims[i] >= 0)
-      kernel.setArgAttr(static_cast<unsigned>(i), "tessel.contiguous_dim",
+      kernel.setArgAttr(static_cast<unsigned>(i), mlir::tessel::kContiguousDimAttrName,
                         mlir::IntegerAttr::get(mlir::IntegerType::get(&ctx, 64), r.contiguousDims[i]));
 
   tessel::options o = src.options;

@@ -164,14 +164,6 @@ std::pair<std::string, std::string> tmaRuleBroken(const tensor_arg& a, int inner
 /// validateArgs enforces for TMA-loaded arguments): 16-byte aligned base,
 /// contiguous `inner` dimension, other strides multiples of 16 bytes below
 /// 2^40, sizes 1..2^32.
-/// The contiguous dimension the kernel's store descriptor of `arg` assumes.
-int storeInnerDim(const CompiledKernel& k, int arg) {
-  for (const ParamSpec& p : k.params)
-    if (p.kind == ParamSpec::Kind::TmaDescriptor && p.store && p.arg == arg && p.contiguousDim >= 0)
-      return p.contiguousDim;
-  return k.args[arg].rank - 1;
-}
-
 bool tmaUsable(const tensor_arg& a, int inner) {
   if (a.data == nullptr)
     return false;
@@ -341,15 +333,13 @@ void validateArgs(const CompiledKernel& k, std::span<const tensor_arg> args, gri
     throw tessel::error("tessel: kernel '" + k.name + "' argument " + std::to_string(v->arg) + ": " + v->message);
 }
 
-/// The dimension the kernel's TMA loads of argument `arg` take as contiguous:
-/// ArgSpec::contiguousDim, else that of its load descriptors, else the last.
-int tmaInnerDim(const CompiledKernel& k, int arg) {
-  const ArgSpec& spec = k.args[arg];
-  int d = spec.contiguousDim;
+int tmaInnerDim(const CompiledKernel& k, int arg, bool store) {
+  const int rank = k.args[arg].rank;
   for (const ParamSpec& p : k.params)
-    if (d < 0 && p.kind == ParamSpec::Kind::TmaDescriptor && !p.store && p.arg == arg)
-      d = p.contiguousDim;
-  return d >= 0 && d < spec.rank ? d : spec.rank - 1;
+    if (p.kind == ParamSpec::Kind::TmaDescriptor && p.store == store && p.arg == arg &&
+        p.contiguousDim >= 0 && p.contiguousDim < rank)
+      return p.contiguousDim;
+  return rank - 1;
 }
 
 std::optional<TmaViolation> findTmaViolation(const CompiledKernel& k, std::span<const tensor_arg> args) {
@@ -357,7 +347,7 @@ std::optional<TmaViolation> findTmaViolation(const CompiledKernel& k, std::span<
     const ArgSpec& spec = k.args[i];
     if (!spec.loadedByTma || args[i].rank != spec.rank || hasEmptyArg(args.subspan(i, 1)))
       continue;
-    auto [rule, message] = tmaRuleBroken(args[i], tmaInnerDim(k, static_cast<int>(i)));
+    auto [rule, message] = tmaRuleBroken(args[i], tmaInnerDim(k, static_cast<int>(i), /*store=*/false));
     if (rule.empty())
       continue;
     if (rule == "unit-stride" && contiguousDimOf(args[i]) < 0)
@@ -429,7 +419,7 @@ std::vector<ParamValue> planParams(const CompiledKernel& k, std::span<const tens
       v.scalar = p.dim == 0 ? g.x : p.dim == 1 ? g.y : g.z;
       break;
     case ParamSpec::Kind::TmaUsable:
-      v.scalar = tmaUsable(a, storeInnerDim(k, p.arg)) ? 1 : 0;
+      v.scalar = tmaUsable(a, tmaInnerDim(k, p.arg, /*store=*/true)) ? 1 : 0;
       break;
     case ParamSpec::Kind::TmaDescriptor: {
       TmaEncoding& e = v.tma;

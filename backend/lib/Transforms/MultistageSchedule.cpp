@@ -100,10 +100,13 @@ namespace mlir::tessel::lowering {
 struct KernelBuilder::MsOperand {
   GemmOperand op;
   bool isA = false;
-  int64_t mnDim = 0, kDim = 1; ///< tensor dims of the tile's MN and K extents
+  int64_t mnDim = 0, kDim = 1; ///< tile dims of the MN and K extents
+  /// Leading tensor dims the tile does not cover (1 for a matrix of a rank-3
+  /// batch): tile dim d is tensor dim lead + d.
+  int64_t lead = 0;
   int64_t extent = 0;          ///< MN extent (BM or BN)
   bool kMajor = true;          ///< K-major: shared rows are MN indices
-  int64_t cd = 1, od = 0;      ///< tensor dims along / across a shared row
+  int64_t cd = 1, od = 0;      ///< tile dims along / across a shared row
   int64_t ec = 0, eo = 0;      ///< tile extents along cd / od
   int64_t cpr = 0, pitch = 0;  ///< chunks and bytes per shared row
   int64_t stageBytes = 0, base = 0;
@@ -177,8 +180,8 @@ LogicalResult KernelBuilder::msPlanOperand(MultistagePlan &p, MsOperand &o) {
   o.extent = o.isA ? BM : BN;
   // (SelectSchedule validated the attribute: getContiguousDim cannot fail.
   // In a rank-3 batch, tile dimension d is tensor dimension 1 + d.)
-  int64_t tileLead = o.op.load.getRef().getType().getRank() - 2;
-  o.kMajor = *getContiguousDim(fn, o.op.argIndex) - tileLead == o.kDim;
+  o.lead = o.op.load.getRef().getType().getRank() - 2;
+  o.kMajor = *getContiguousDim(fn, o.op.argIndex) - o.lead == o.kDim;
   o.cd = o.kMajor ? o.kDim : o.mnDim;
   o.od = 1 - o.cd;
   o.ec = o.kMajor ? BK : o.extent;
@@ -203,7 +206,7 @@ LogicalResult KernelBuilder::msPlanOperand(MultistagePlan &p, MsOperand &o) {
   RefParams &r = refs[o.op.argIndex];
   // A matrix of a batch (rank-3 tensor): tile dimension d is tensor
   // dimension lead + d.
-  int64_t lead = o.op.load.getRef().getType().getRank() - 2;
+  int64_t lead = o.lead;
   Value sOd = r.strides[lead + o.od], sCd = r.strides[lead + o.cd];
   // 16-byte copies: 16-byte aligned base, rows 16-byte multiples apart, unit
   // stride along the row (a dim of size <= 1 is never stepped along). The
@@ -275,7 +278,7 @@ LogicalResult KernelBuilder::msCopyChunks(const MultistagePlan &p, const MsOpera
   // 0.42-0.45x -> 0.46-0.48x cuBLAS at 8192^3, docs/benchmarks.md run 10);
   // for MN-major and batched operands that spills, so they are recomputed
   // per tile from an opaque %tid (a few integer ops).
-  const bool hoist = o.kMajor && LoadOp(o.op.load).getRef().getType().getRank() == 2;
+  const bool hoist = o.kMajor && o.lead == 0;
   Value tidO = hoist ? tid : opaque(b, loc, tid);
   Value row0 = b.create<arith::DivUIOp>(loc, tidO, i32(o.cpr));
   Value chunk = b.create<arith::RemUIOp>(loc, tidO, i32(o.cpr));
@@ -291,7 +294,7 @@ LogicalResult KernelBuilder::msCopyChunks(const MultistagePlan &p, const MsOpera
   // A matrix of a batch: tile dimension d is tensor dimension lead + d; the
   // batch offset moves the base, and a batch index outside the tensor makes
   // every row out of bounds (the tile reads as zeros).
-  int64_t lead = load.getRef().getType().getRank() - 2;
+  int64_t lead = o.lead;
   Value offOd = b.create<arith::ExtSIOp>(loc, i64Ty, (*offOrFail)[lead + o.od]);
   Value offCd = b.create<arith::ExtSIOp>(loc, i64Ty, (*offOrFail)[lead + o.cd]);
   Value sizeOd = r.sizes[lead + o.od], sizeCd = r.sizes[lead + o.cd];

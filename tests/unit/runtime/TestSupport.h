@@ -50,14 +50,15 @@ inline CompiledKernel gemmKernel() {
 /// Fake, 16-byte aligned device addresses (validation never dereferences).
 inline const void* fakeAddress(std::uintptr_t a) { return reinterpret_cast<const void*>(a); }
 
+/// A rows x cols view with strides {ld, inner} (row-major with leading dimension ld by default).
 inline tensor_arg tensor2d(dtype t, const void* data, std::int64_t rows, std::int64_t cols,
-                           std::int64_t ld) {
+                           std::int64_t ld, std::int64_t inner = 1) {
   tensor_arg a;
   a.data = data;
   a.type = t;
   a.rank = 2;
   a.sizes = {rows, cols, 0};
-  a.strides = {ld, 1, 0};
+  a.strides = {ld, inner, 0};
   return a;
 }
 

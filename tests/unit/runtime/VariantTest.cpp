@@ -36,17 +36,6 @@ using runtime::contiguousDimOf;
 using runtime::layoutKey;
 using runtime::variantTag;
 
-tensor_arg view2d(dtype t, const void* data, std::int64_t rows, std::int64_t cols, std::int64_t s0,
-                  std::int64_t s1) {
-  tensor_arg a;
-  a.data = data;
-  a.type = t;
-  a.rank = 2;
-  a.sizes = {rows, cols, 0};
-  a.strides = {s0, s1, 0};
-  return a;
-}
-
 tensor_arg view1d(dtype t, const void* data, std::int64_t n, std::int64_t s) {
   tensor_arg a;
   a.data = data;
@@ -62,30 +51,30 @@ tensor_arg view1d(dtype t, const void* data, std::int64_t n, std::int64_t s) {
 //===----------------------------------------------------------------------===//
 
 TEST(LayoutKey, RowMajorIsTheDefault) {
-  EXPECT_EQ(contiguousDimOf(view2d(dtype::bf16, nullptr, 256, 512, 512, 1)), 1);
-  EXPECT_EQ(contiguousDimOf(view2d(dtype::bf16, nullptr, 256, 512, 520, 1)), 1);  // padded rows
+  EXPECT_EQ(contiguousDimOf(tensor2d(dtype::bf16, nullptr, 256, 512, 512, 1)), 1);
+  EXPECT_EQ(contiguousDimOf(tensor2d(dtype::bf16, nullptr, 256, 512, 520, 1)), 1);  // padded rows
   EXPECT_THAT(layoutKey(gemmArgs()), ElementsAre(-1, -1, -1));
   EXPECT_TRUE(runtime::isDefaultLayout(layoutKey(gemmArgs())));
 }
 
 TEST(LayoutKey, ColumnMajorIsDimensionZero) {
-  tensor_arg a = view2d(dtype::bf16, nullptr, 256, 512, 1, 256);
+  tensor_arg a = tensor2d(dtype::bf16, nullptr, 256, 512, 1, 256);
   EXPECT_EQ(contiguousDimOf(a), 0);
   std::vector<tensor_arg> args = gemmArgs();
-  args[2] = view2d(dtype::f32, nullptr, 256, 128, 1, 300);  // column-major C, padded
+  args[2] = tensor2d(dtype::f32, nullptr, 256, 128, 1, 300);  // column-major C, padded
   EXPECT_THAT(layoutKey(args), ElementsAre(-1, -1, 0));
   EXPECT_FALSE(runtime::isDefaultLayout(layoutKey(args)));
 }
 
 TEST(LayoutKey, SizeOneDimensionsDoNotCount) {
   // A single column: the last dimension has size 1, whatever its stride: default.
-  EXPECT_EQ(contiguousDimOf(view2d(dtype::bf16, nullptr, 256, 1, 1, 77)), 1);
+  EXPECT_EQ(contiguousDimOf(tensor2d(dtype::bf16, nullptr, 256, 1, 1, 77)), 1);
   // A single row with a contiguous last dimension; the outer stride is free.
-  EXPECT_EQ(contiguousDimOf(view2d(dtype::bf16, nullptr, 1, 512, 0, 1)), 1);
+  EXPECT_EQ(contiguousDimOf(tensor2d(dtype::bf16, nullptr, 1, 512, 0, 1)), 1);
   // A single row read with a stride: no unit-stride dimension of size > 1.
-  EXPECT_EQ(contiguousDimOf(view2d(dtype::bf16, nullptr, 1, 512, 1, 3)), -1);
+  EXPECT_EQ(contiguousDimOf(tensor2d(dtype::bf16, nullptr, 1, 512, 1, 3)), -1);
   // One element: anything goes, default.
-  EXPECT_EQ(contiguousDimOf(view2d(dtype::bf16, nullptr, 1, 1, 5, 9)), 1);
+  EXPECT_EQ(contiguousDimOf(tensor2d(dtype::bf16, nullptr, 1, 1, 5, 9)), 1);
   // Rank 3, dimension 1 contiguous, the batch of size 1 with a stride of 1 that does not count.
   tensor_arg b;
   b.type = dtype::bf16;
@@ -101,7 +90,7 @@ TEST(LayoutKey, SizeOneDimensionsDoNotCount) {
 
 TEST(LayoutKey, NoUnitStrideDimension) {
   // Every other element of a row-major matrix: no dimension has stride 1.
-  tensor_arg a = view2d(dtype::bf16, nullptr, 256, 512, 2 * 512, 2);
+  tensor_arg a = tensor2d(dtype::bf16, nullptr, 256, 512, 2 * 512, 2);
   EXPECT_EQ(contiguousDimOf(a), -1);
   // The key keeps the default: only pointer paths can read it, whatever the attribute says.
   EXPECT_THAT(layoutKey(std::vector<tensor_arg>{a}), ElementsAre(-1));
@@ -147,13 +136,13 @@ TEST(TmaViolation, NamesTheArgumentAndTheRule) {
   EXPECT_THAT(v->message, HasSubstr("stride of dimension 0 is 511 elements = 1022 bytes, not a multiple of 16"));
 
   args = gemmArgs();
-  args[0] = view2d(dtype::bf16, fakeAddress(0x7f0000100000), 256, 512, 1, 256);  // column-major
+  args[0] = tensor2d(dtype::bf16, fakeAddress(0x7f0000100000), 256, 512, 1, 256);  // column-major
   v = runtime::findTmaViolation(gemmKernel(), args);
   ASSERT_TRUE(v);
   EXPECT_EQ(v->rule, "unit-stride");
   EXPECT_THAT(v->message, HasSubstr("innermost stride (dimension 1) must be 1, got 256"));
 
-  args[0] = view2d(dtype::bf16, fakeAddress(0x7f0000100000), 256, 512, 2048, 2);  // no unit stride
+  args[0] = tensor2d(dtype::bf16, fakeAddress(0x7f0000100000), 256, 512, 2048, 2);  // no unit stride
   v = runtime::findTmaViolation(gemmKernel(), args);
   ASSERT_TRUE(v);
   EXPECT_THAT(v->message, HasSubstr("no dimension of size > 1 has stride 1"));
@@ -171,10 +160,9 @@ TEST(TmaViolation, EmptyArgumentsAndPointerArgumentsAreNotChecked) {
 
 TEST(TmaViolation, FollowsTheContiguousDimensionTheKernelWasBuiltFor) {
   CompiledKernel k = gemmKernel();
-  k.args[0].contiguousDim = 0;
   k.params[0].contiguousDim = 0;
   std::vector<tensor_arg> args = gemmArgs();
-  args[0] = view2d(dtype::bf16, fakeAddress(0x7f0000100000), 256, 512, 1, 256);  // M x K, M contiguous
+  args[0] = tensor2d(dtype::bf16, fakeAddress(0x7f0000100000), 256, 512, 1, 256);  // M x K, M contiguous
   EXPECT_EQ(runtime::findTmaViolation(k, args), std::nullopt);
   EXPECT_NO_THROW(runtime::validateArgs(k, args, {2, 1, 1}));
   args[0].strides[1] = 260;  // 520 bytes: not a multiple of 16
@@ -192,10 +180,9 @@ TEST(TmaViolation, FollowsTheContiguousDimensionTheKernelWasBuiltFor) {
 
 TEST(TmaEncoding, ContiguousDimensionIsInnermost) {
   CompiledKernel k = gemmKernel();
-  k.args[0].contiguousDim = 0;
   k.params[0].contiguousDim = 0;
   std::vector<tensor_arg> args = gemmArgs();
-  args[0] = view2d(dtype::bf16, fakeAddress(0x7f0000100000), 256, 512, 1, 264);
+  args[0] = tensor2d(dtype::bf16, fakeAddress(0x7f0000100000), 256, 512, 1, 264);
   std::vector<runtime::ParamValue> plan = runtime::planParams(k, args);
   const runtime::TmaEncoding& e = plan[0].tma;
   EXPECT_EQ(e.globalDim[0], 256u);  // M, the contiguous dimension, first
@@ -260,10 +247,8 @@ struct FakeCompiler {
       k.variant = r.tag;
       if (!r.multistage && honourLayouts)
         for (ParamSpec& p : k.params)
-          if (p.kind == ParamSpec::Kind::TmaDescriptor && r.contiguousDims[p.arg] >= 0) {
+          if (p.kind == ParamSpec::Kind::TmaDescriptor && r.contiguousDims[p.arg] >= 0)
             p.contiguousDim = r.contiguousDims[p.arg];
-            k.args[p.arg].contiguousDim = p.contiguousDim;
-          }
       return k;
     };
   }
@@ -387,7 +372,7 @@ TEST_F(Select, FailedFallbackIsAClearError) {
 TEST_F(Select, ColumnMajorOperandCompilesALayoutVariant) {
   compiler.honourLayouts = true;
   std::vector<tensor_arg> args = gemmArgs();
-  args[0] = view2d(dtype::bf16, fakeAddress(0x7f0000100000), 256, 512, 1, 256);
+  args[0] = tensor2d(dtype::bf16, fakeAddress(0x7f0000100000), 256, 512, 1, 256);
   std::string err;
   detail::LoadedKernel& v = select(args, err);
   EXPECT_EQ(v.compiled().variant, "tma-L0__");
@@ -405,7 +390,7 @@ TEST_F(Select, LayoutTheLoweringCannotLoadWithTmaFallsBack) {
   // Today's lowering ignores tessel.contiguous_dim: the layout variant still wants
   // K-contiguous A, so TMA's unit-stride rule fails and multistage (same layout key) runs it.
   std::vector<tensor_arg> args = gemmArgs();
-  args[0] = view2d(dtype::bf16, fakeAddress(0x7f0000100000), 256, 512, 1, 256);
+  args[0] = tensor2d(dtype::bf16, fakeAddress(0x7f0000100000), 256, 512, 1, 256);
   std::string err;
   detail::LoadedKernel& v = select(args, err);
   EXPECT_EQ(v.compiled().variant, "multistage-L0__");
@@ -419,7 +404,7 @@ TEST_F(Select, LayoutTheLoweringCannotLoadWithTmaFallsBack) {
 
 TEST_F(Select, NoUnitStrideOperandFallsBackOrIsAnError) {
   std::vector<tensor_arg> args = gemmArgs();
-  args[0] = view2d(dtype::bf16, fakeAddress(0x7f0000100000), 256, 512, 2048, 2);  // every other element
+  args[0] = tensor2d(dtype::bf16, fakeAddress(0x7f0000100000), 256, 512, 2048, 2);  // every other element
   std::string err;
   EXPECT_EQ(select(args, err).compiled().variant, "multistage");
   EXPECT_THAT(err, HasSubstr("argument 0: innermost stride (dimension 1) must be 1, got 2"));
@@ -435,7 +420,7 @@ TEST_F(Select, NoUnitStrideOperandFallsBackOrIsAnError) {
 
 TEST_F(Select, ColumnMajorOutputNeedsNoFallback) {
   std::vector<tensor_arg> args = gemmArgs();
-  args[2] = view2d(dtype::f32, fakeAddress(0x7f0000300000), 256, 128, 1, 256);
+  args[2] = tensor2d(dtype::f32, fakeAddress(0x7f0000300000), 256, 128, 1, 256);
   std::string err;
   detail::LoadedKernel& v = select(args, err);
   EXPECT_EQ(v.compiled().variant, "tma-L__0");
@@ -443,7 +428,7 @@ TEST_F(Select, ColumnMajorOutputNeedsNoFallback) {
   EXPECT_EQ(err, "");
   EXPECT_NO_THROW(runtime::validateArgs(v.compiled(), args, kGrid));
   // A misaligned, strided C is fine too: it is stored through pointers (or a zeroed store descriptor).
-  args[2] = view2d(dtype::f32, fakeAddress(0x7f0000300004), 256, 128, 1, 257);
+  args[2] = tensor2d(dtype::f32, fakeAddress(0x7f0000300004), 256, 128, 1, 257);
   EXPECT_EQ(select(args, err).compiled().schedule, "tma");
   EXPECT_EQ(err, "");
 }
@@ -452,7 +437,7 @@ TEST_F(Select, FailedLayoutVariantOfAPointerKernelUsesThePrimary) {
   compiler.failLayout = "tessel: building the kernel failed (kernel 'gemm'):\nboom";
   auto k = runtime::makeKernel(multistageGemm(), compiler.get());
   std::vector<tensor_arg> args = gemmArgs();
-  args[0] = view2d(dtype::bf16, fakeAddress(0x7f0000100000), 256, 512, 1, 256);
+  args[0] = tensor2d(dtype::bf16, fakeAddress(0x7f0000100000), 256, 512, 1, 256);
   ::testing::internal::CaptureStderr();
   detail::LoadedKernel& v = k->select(args, kGrid);
   std::string err = ::testing::internal::GetCapturedStderr();
@@ -465,7 +450,7 @@ TEST_F(Select, FailedLayoutVariantOfAPointerKernelUsesThePrimary) {
 TEST_F(Select, FailedLayoutVariantOfATmaKernelFallsBack) {
   compiler.failLayout = "tessel: building the kernel failed (kernel 'gemm'):\nno MN-major TMA loads";
   std::vector<tensor_arg> args = gemmArgs();
-  args[1] = view2d(dtype::bf16, fakeAddress(0x7f0000200000), 512, 128, 1, 512);  // B column-major
+  args[1] = tensor2d(dtype::bf16, fakeAddress(0x7f0000200000), 512, 128, 1, 512);  // B column-major
   std::string err;
   detail::LoadedKernel& v = select(args, err);
   EXPECT_EQ(v.compiled().variant, "multistage-L_0_");
@@ -498,7 +483,7 @@ TEST_F(Select, ConcurrentLaunchesCompileOnce) {
   std::vector<tensor_arg> misaligned = gemmArgs();
   misaligned[0].data = fakeAddress(0x7f0000100002);
   std::vector<tensor_arg> colMajorC = gemmArgs();
-  colMajorC[2] = view2d(dtype::f32, fakeAddress(0x7f0000300000), 256, 128, 1, 256);
+  colMajorC[2] = tensor2d(dtype::f32, fakeAddress(0x7f0000300000), 256, 128, 1, 256);
   std::vector<const detail::LoadedKernel*> seen(16);
   std::vector<std::thread> threads;
   for (int t = 0; t < 16; ++t)

@@ -23,10 +23,6 @@ struct ArgSpec {
   dtype type = dtype::f32;
   int rank = 0;
   bool loadedByTma = false;  ///< at least one parameter is a TMA descriptor of this arg
-  /// The dimension the kernel's TMA descriptors of this argument take as innermost (the
-  /// contiguous one); -1 = the last dimension. Set from a `tma:...:c<d>` parameter, which the
-  /// lowering emits when it honoured the argument's `tessel.contiguous_dim` attribute.
-  int contiguousDim = -1;
 };
 
 /// One PTX kernel parameter, in order.

@@ -195,9 +195,9 @@ void validateArgs(const CompiledKernel& k, std::span<const tensor_arg> args, gri
 /// validateArgs without the TMA rules (what every variant of a kernel shares).
 void validateCommonArgs(const CompiledKernel& k, std::span<const tensor_arg> args, grid g);
 
-/// The dimension of argument `arg` of `k` that its TMA load descriptors take as innermost:
-/// ArgSpec::contiguousDim, else the descriptors' ParamSpec::contiguousDim, else the last one.
-int tmaInnerDim(const CompiledKernel& k, int arg);
+/// The dimension of argument `arg` of `k` that its TMA load (or, with `store`, store)
+/// descriptors take as innermost: their ParamSpec::contiguousDim, else the last one.
+int tmaInnerDim(const CompiledKernel& k, int arg, bool store);
 
 /// A TMA rule that an argument loaded with TMA breaks.
 struct TmaViolation {
