@@ -2,7 +2,7 @@
 // one of the Hopper schedules, checked against cuBLASLt and timed against it in the same process.
 //
 //   tessel-gemm [--schedule tma] [--m 8192 --n 8192 --k 8192] [--tile 128x256] [--stages 4]
-//               [--swizzle auto|none|32|64|128] [--dump-dir DIR] [--no-run] [--iters 20] [--repeats 10] [--check|--no-check]
+//               [--swizzle auto|none|32|64|128] [--decomposition auto|dp|sk] [--dump-dir DIR] [--no-run] [--iters 20] [--repeats 10] [--check|--no-check]
 //
 // --no-run traces and compiles only (no GPU needed) and writes every stage (tessel IR ... PTX,
 // ptxas log, cubin) to DIR. Without a GPU the kernel is compiled and the program says so.
@@ -32,6 +32,8 @@ constexpr const char* kUsage = R"(usage: tessel-gemm [options]
                       and pingpong                                                          (default 1x1)
   --swizzle S         shared-memory swizzle of A and B: auto, none, 32, 64, 128 (bytes);
                       narrower than 128 loads each tile as several TMA boxes             (default auto)
+  --decomposition D   auto or dp (whole tiles), or for cooperative 1x1 sk (stream-K for the
+                      last wave where it pays)                                            (default auto)
   --dump-dir DIR      write every compilation stage to DIR
   --no-run            trace + compile only (no GPU needed); writes the stages to DIR
                       (default DIR: ./tessel-gemm-dump)
@@ -55,7 +57,7 @@ ts::kernel compile(const tb::tile_shape& tile, const ts::options& o) {
 int main(int argc, char** argv) {
   try {
     tb::cli args(argc, argv,
-                 {"schedule", "m", "n", "k", "tile", "stages", "cluster", "swizzle", "dump-dir", "iters", "repeats", "warmup-ms",
+                 {"schedule", "m", "n", "k", "tile", "stages", "cluster", "swizzle", "decomposition", "dump-dir", "iters", "repeats", "warmup-ms",
                   "cublas-algos", "seed"},
                  {"no-run", "check", "no-check", "help"});
     if (args.flag("help")) {
@@ -74,6 +76,7 @@ int main(int argc, char** argv) {
                      .stages = int(args.i64("stages", 4)),
                      .cluster = tb::parse_cluster(args.str("cluster", "1x1")),
                      .swizzle = tb::parse_swizzle(args.str("swizzle", "auto")),
+                     .decomposition = tb::parse_decomposition(args.str("decomposition", "auto")),
                      .dump_dir = dump_dir};
 
     std::printf("tessel-gemm: C[%lldx%lld] = A[%lldx%lld] @ B[%lldx%lld]^T   bf16 in/out, f32 accumulate\n",
@@ -81,9 +84,11 @@ int main(int argc, char** argv) {
     auto t0 = std::chrono::steady_clock::now();
     ts::kernel k = compile(tile, opts);
     double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("  kernel: gemm<%d,%d,%d> schedule=%s stages=%d cluster=%s swizzle=%s   traced + compiled in %.2f s\n",
+    std::printf("  kernel: gemm<%d,%d,%d> schedule=%s stages=%d cluster=%s swizzle=%s decomposition=%s   traced + "
+                "compiled in %.2f s\n",
                 tile.bm, tile.bn, tile.bk, tb::schedule_name(schedule), opts.stages,
-                tb::cluster_str(opts.cluster).c_str(), tb::swizzle_str(opts.swizzle).c_str(), compile_s);
+                tb::cluster_str(opts.cluster).c_str(), tb::swizzle_str(opts.swizzle).c_str(),
+                tb::decomposition_str(opts.decomposition).c_str(), compile_s);
 
     if (!dump_dir.empty()) tb::report_dump_dir(k, dump_dir, std::cout);
     if (no_run) return 0;

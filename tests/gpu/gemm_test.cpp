@@ -43,14 +43,17 @@ using tessel_gpu_test::cached_kernel;
 
 /// One compiled kernel per (variant, tile, schedule, stages, cluster), shared by the tests.
 cached_kernel& get_kernel(tb::gemm_variant v, const tb::tile_shape& tile, ts::schedule s, int stages,
-                          std::array<int, 2> cluster = {1, 1}) {
+                          std::array<int, 2> cluster = {1, 1},
+                          ts::decomposition d = ts::decomposition::automatic) {
   std::string key = std::string(v == tb::gemm_variant::plain ? "gemm" : "gemm_bias_relu") + "/" + tile.str() + "/" +
-                    tb::schedule_name(s) + "/" + std::to_string(stages) + "/" + tb::cluster_str(cluster);
+                    tb::schedule_name(s) + "/" + std::to_string(stages) + "/" + tb::cluster_str(cluster) + "/" +
+                    tb::decomposition_str(d);
   return tessel_gpu_test::cached(key, [&] {
     ts::options o;
     o.schedule = s;
     o.stages = stages;
     o.cluster = cluster;
+    o.decomposition = d;
     return tb::jit_gemm(v, tile, o);
   });
 }
@@ -68,8 +71,9 @@ std::uint64_t case_seed(const tb::gemm_shape& s, const tb::tile_shape& t, int st
 }
 
 void check_gemm(tb::gemm_variant v, const tb::tile_shape& tile, int stages, const tb::gemm_shape& shape,
-                ts::schedule schedule = ts::schedule::tma, std::array<int, 2> cluster = {1, 1}) {
-  cached_kernel& ck = get_kernel(v, tile, schedule, stages, cluster);
+                ts::schedule schedule = ts::schedule::tma, std::array<int, 2> cluster = {1, 1},
+                ts::decomposition decomposition = ts::decomposition::automatic) {
+  cached_kernel& ck = get_kernel(v, tile, schedule, stages, cluster, decomposition);
   ASSERT_TRUE(ck.kernel) << "tessel could not build the kernel: " << ck.error;
 
   cudaStream_t stream = nullptr;  // legacy default stream: tessel and cuBLAS share it
@@ -225,6 +229,63 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(4),
                        ::testing::Values(tb::gemm_shape{200, 300, 72}, tb::gemm_shape{3000, 5000, 2000})),
     ws_param_name);
+
+// Stream-K (StreamK.cpp, options::decomposition stream_k): the kernel splits the k-iterations of
+// the last wave (plus one full wave) evenly among all CTAs where it computes that this pays, and
+// for grids with fewer tiles than SMs every tile among up to 4 CTAs (256x256x8192: 2 tiles of
+// 128x256 on 8 CTAs, 4 parts each). By its rule, on 132 SMs, 128x256 / 128x128 tiles:
+// 1408x4608x2048 198 tiles: split / 396 = 3 x 132: whole; 3000x5000x2000, 4096^3, 8192^3: split;
+// 4096x4096x1024: whole (one k-iteration gained). Heads add the parts in a fixed order: run 2 of
+// every case must be bitwise identical. `dp` (whole tiles) is also `auto`, what the other suites run.
+using sk_param = std::tuple<ts::decomposition, tb::tile_shape, int, tb::gemm_shape>;
+
+class StreamKGemm : public ::testing::TestWithParam<sk_param> {};
+
+TEST_P(StreamKGemm, MatchesReference) {
+  TESSEL_REQUIRE_GPU();
+  const auto& [decomposition, tile, stages, shape] = GetParam();
+  check_gemm(tb::gemm_variant::plain, tile, stages, shape, ts::schedule::cooperative, {1, 1}, decomposition);
+}
+
+class StreamKGemmBiasRelu : public ::testing::TestWithParam<sk_param> {};
+
+TEST_P(StreamKGemmBiasRelu, MatchesReference) {
+  TESSEL_REQUIRE_GPU();
+  const auto& [decomposition, tile, stages, shape] = GetParam();
+  check_gemm(tb::gemm_variant::bias_relu, tile, stages, shape, ts::schedule::cooperative, {1, 1}, decomposition);
+}
+
+std::string sk_param_name(const ::testing::TestParamInfo<sk_param>& info) {
+  const auto& [decomposition, tile, stages, shape] = info.param;
+  return tb::decomposition_str(decomposition) + "_" + tile_name(tile) + "_s" + std::to_string(stages) + "_" +
+         shape.str();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, StreamKGemm,
+    ::testing::Combine(::testing::Values(ts::decomposition::stream_k, ts::decomposition::data_parallel),
+                       ::testing::ValuesIn(kTiles), ::testing::Values(2, 4),
+                       ::testing::Values(tb::gemm_shape{128, 128, 64}, tb::gemm_shape{7, 9, 8},
+                                         tb::gemm_shape{200, 300, 72}, tb::gemm_shape{129, 257, 136},
+                                         tb::gemm_shape{256, 256, 8192}, tb::gemm_shape{64, 4096, 4096},
+                                         tb::gemm_shape{1000, 1000, 1000}, tb::gemm_shape{3000, 5000, 2000},
+                                         tb::gemm_shape{1408, 4608, 2048}, tb::gemm_shape{4096, 4096, 1024})),
+    sk_param_name);
+
+INSTANTIATE_TEST_SUITE_P(
+    Large, StreamKGemm,
+    ::testing::Combine(::testing::Values(ts::decomposition::stream_k), ::testing::ValuesIn(kTiles),
+                       ::testing::Values(4),
+                       ::testing::Values(tb::gemm_shape{4096, 4096, 4096}, tb::gemm_shape{8192, 8192, 8192},
+                                         tb::gemm_shape{16384, 8192, 1024}, tb::gemm_shape{128, 8192, 8192})),
+    sk_param_name);
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, StreamKGemmBiasRelu,
+    ::testing::Combine(::testing::Values(ts::decomposition::stream_k), ::testing::ValuesIn(kTiles),
+                       ::testing::Values(4),
+                       ::testing::Values(tb::gemm_shape{200, 300, 72}, tb::gemm_shape{3000, 5000, 2000})),
+    sk_param_name);
 
 // Clusters of two CTAs with TMA multicast of the shared operand (B for 2x1, A for 1x2), on the
 // persistent schedules; odd tile counts leave a cluster partner without a tile of its own.

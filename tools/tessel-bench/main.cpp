@@ -46,6 +46,8 @@ constexpr const char* kUsage = R"(usage: tessel-bench [options]
   --layouts LIST      operand layouts TN,NN,NT,TT, BLAS-style (letter 1: A, letter 2: B):
                       TN = A (MxK) and B (NxK) K-contiguous; N for A = M-contiguous,
                       T for B = N-contiguous; cuBLASLt runs the same layout    (default TN)
+  --decompositions L  auto (tessel's choice: whole tiles), and for cooperative 1x1 dp (whole
+                      tiles), sk (stream-K for the last wave where it pays)     (default auto)
   --raster-group G    rows of tiles per grouped-raster group, 0 = tessel's (8) (default 0)
   --swizzle S         operand swizzle for every configuration: auto,none,32,64,128 (default auto)
   --json FILE         also write every result (all samples) as JSON
@@ -66,15 +68,18 @@ struct config {
   tb::tile_shape tile;
   int stages;
   std::array<int, 2> cluster{1, 1};
+  ts::decomposition decomposition = ts::decomposition::automatic;
   std::string name() const {
     std::string n = std::string(tb::schedule_name(schedule)) + "_" + tile.str() + "_s" + std::to_string(stages);
     if (cluster[0] * cluster[1] > 1) n += "_c" + tb::cluster_str(cluster);
+    if (decomposition != ts::decomposition::automatic) n += "_" + tb::decomposition_str(decomposition);
     return n;
   }
-  /// The schedule column: "cooperative" or "cooperative/2x1".
+  /// The schedule column: "cooperative", "cooperative/2x1", "cooperative:dp".
   std::string label() const {
     std::string n = tb::schedule_name(schedule);
     if (cluster[0] * cluster[1] > 1) n += "/" + tb::cluster_str(cluster);
+    if (decomposition != ts::decomposition::automatic) n += ":" + tb::decomposition_str(decomposition);
     return n;
   }
 };
@@ -167,7 +172,7 @@ void print_row(const row& r) {
 int main(int argc, char** argv) {
   try {
     tb::cli args(argc, argv,
-                 {"shapes", "schedules", "tiles", "stages", "clusters", "layouts", "raster-group", "swizzle", "json", "iters", "repeats", "warmup-ms", "cooldown-ms",
+                 {"shapes", "schedules", "tiles", "stages", "clusters", "decompositions", "layouts", "raster-group", "swizzle", "json", "iters", "repeats", "warmup-ms", "cooldown-ms",
                   "cublas-algos", "dump-dir", "seed"},
                  {"no-check", "help"});
     if (args.flag("help")) {
@@ -195,6 +200,10 @@ int main(int argc, char** argv) {
     std::vector<std::array<int, 2>> clusters;
     for (const auto& c : tb::cli::split(args.str("clusters", "1x1"))) clusters.push_back(tb::parse_cluster(c));
     if (clusters.empty()) throw tb::usage_error("empty --clusters list");
+    std::vector<ts::decomposition> decompositions;
+    for (const auto& d : tb::cli::split(args.str("decompositions", "auto")))
+      decompositions.push_back(tb::parse_decomposition(d));
+    if (decompositions.empty()) throw tb::usage_error("empty --decompositions list");
     const int swizzle = tb::parse_swizzle(args.str("swizzle", "auto"));
     std::vector<tb::gemm_layout> layouts;
     for (const auto& l : tb::cli::split(args.str("layouts", "TN"))) {
@@ -210,11 +219,14 @@ int main(int argc, char** argv) {
     for (auto s : schedules)
       for (const auto& t : tiles)
         for (int st : stage_list)
-          for (const auto& cl : clusters) {
-            // Clusters are for the persistent schedules; 1x1 runs everywhere.
-            if (cl[0] * cl[1] > 1 && s != ts::schedule::cooperative && s != ts::schedule::pingpong) continue;
-            configs.push_back({s, t, st, cl});
-          }
+          for (const auto& cl : clusters)
+            for (auto d : decompositions) {
+              // Clusters are for the persistent schedules; 1x1 runs everywhere. Stream-K and
+              // data-parallel are choices of cooperative 1x1 only (auto runs everywhere).
+              if (cl[0] * cl[1] > 1 && s != ts::schedule::cooperative && s != ts::schedule::pingpong) continue;
+              if (d != ts::decomposition::automatic && (s != ts::schedule::cooperative || cl[0] * cl[1] > 1)) continue;
+              configs.push_back({s, t, st, cl, d});
+            }
 
     // Compile every configuration once (no GPU needed); reused for every shape.
     std::map<std::string, compiled> kernels;
@@ -222,6 +234,7 @@ int main(int argc, char** argv) {
     for (const auto& c : configs) {
       compiled& k = kernels[c.name()];
       ts::options o{.schedule = c.schedule, .stages = c.stages, .cluster = c.cluster, .swizzle = swizzle, .raster_group = int(args.i64("raster-group", 0)),
+                    .decomposition = c.decomposition,
                     .dump_dir = dump_dir.empty() ? std::string() : dump_dir + "/" + c.name()};
       auto t0 = std::chrono::steady_clock::now();
       try {

@@ -111,6 +111,22 @@ std::string swizzle_str(int swizzle) {
   return std::to_string(swizzle);
 }
 
+tessel::decomposition parse_decomposition(std::string_view s) {
+  if (s == "auto") return tessel::decomposition::automatic;
+  if (s == "dp") return tessel::decomposition::data_parallel;
+  if (s == "sk") return tessel::decomposition::stream_k;
+  throw usage_error("decomposition '" + std::string(s) + "': expected auto, dp (data-parallel) or sk (stream-K)");
+}
+
+std::string decomposition_str(tessel::decomposition d) {
+  switch (d) {
+  case tessel::decomposition::automatic: return "auto";
+  case tessel::decomposition::data_parallel: return "dp";
+  case tessel::decomposition::stream_k: return "sk";
+  }
+  return "auto";
+}
+
 std::string gemm_shape::str() const { return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k); }
 
 gemm_shape parse_shape(std::string_view s) {

@@ -45,6 +45,10 @@ std::string cluster_str(const std::array<int, 2>& c);
 int parse_swizzle(std::string_view s);
 std::string swizzle_str(int swizzle);
 
+/// "auto", "dp" (data-parallel) or "sk" (stream-K for the last wave): tessel::options::decomposition.
+tessel::decomposition parse_decomposition(std::string_view s);
+std::string decomposition_str(tessel::decomposition d);
+
 struct gemm_shape {
   std::int64_t m = 0, n = 0, k = 0;
   std::string str() const;  ///< "MxNxK"

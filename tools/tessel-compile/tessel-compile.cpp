@@ -6,6 +6,7 @@
 //
 //   tessel-compile kernel.mlir --dump-dir out [--schedule tma] [--stages 4] [--cluster 2x1]
 //                  [--swizzle auto|none|32|64|128] [--raster-group G]
+//                  [--decomposition auto|data-parallel|stream-k]
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +35,10 @@ static cl::opt<int> stagesOpt("stages", cl::desc("ring depth (0: auto)"), cl::in
 static cl::opt<int> rasterOpt("raster-group",
                               cl::desc("rows of tiles per grouped-raster group (0: 8)"),
                               cl::init(0));
+static cl::opt<std::string> decompositionOpt(
+    "decomposition",
+    cl::desc("how persistent CTAs split the tiles: auto | data-parallel | stream-k"),
+    cl::init("auto"));
 static cl::opt<std::string> swizzleOpt(
     "swizzle", cl::desc("shared-memory swizzle of the GEMM operands: auto | none | 32 | 64 | 128"),
     cl::init("auto"));
@@ -65,6 +70,17 @@ int main(int argc, char **argv) {
   }
   o.stages = stagesOpt;
   o.raster_group = rasterOpt;
+  if (decompositionOpt == "auto")
+    o.decomposition = tessel::decomposition::automatic;
+  else if (decompositionOpt == "data-parallel")
+    o.decomposition = tessel::decomposition::data_parallel;
+  else if (decompositionOpt == "stream-k")
+    o.decomposition = tessel::decomposition::stream_k;
+  else {
+    std::cerr << "tessel-compile: unknown --decomposition '" << decompositionOpt
+              << "' (expected auto, data-parallel or stream-k)\n";
+    return 2;
+  }
   if (swizzleOpt == "auto")
     o.swizzle = 0;
   else if (swizzleOpt == "none")

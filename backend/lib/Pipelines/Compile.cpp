@@ -54,7 +54,7 @@ private:
 };
 
 /// "ptr:0", "size:0:1", "stride:2:0", "tma:1:64x256:128", "tma:1:32x64:64:c0",
-/// "tmastore:2:64x64:128", "tmaok:2", "grid:0" -> ParamSpec.
+/// "tmastore:2:64x64:128", "tmaok:2", "grid:0", "workspace:131072" -> ParamSpec.
 ::tessel::ParamSpec parseParam(StringRef s) {
   SmallVector<StringRef> parts;
   s.split(parts, ':');
@@ -71,6 +71,9 @@ private:
     p.kind = ::tessel::ParamSpec::Kind::GridDim;
     p.arg = 0;
     p.dim = num(parts[1]);
+  } else if (parts[0] == "workspace") {
+    p.kind = ::tessel::ParamSpec::Kind::Workspace;
+    p.arg = 0;
   } else if (parts[0] == "tmaok") {
     p.kind = ::tessel::ParamSpec::Kind::TmaUsable;
   } else if (parts[0] == "size" || parts[0] == "stride") {
@@ -130,6 +133,7 @@ private:
   po.cluster = std::to_string(o.cluster[0]) + "x" + std::to_string(o.cluster[1]);
   po.swizzle = o.swizzle;
   po.rasterGroup = o.raster_group;
+  po.decomposition = decompositionName(o.decomposition);
   po.boundedWaits = o.debug || ::tessel::runtime::knobs().debug;
   auto runStep = [&](const char *stage, const char *what, auto build) {
     PassManager pm(ctx);
@@ -151,8 +155,12 @@ private:
   auto kernel = module.lookupSymbol<LLVM::LLVMFuncOp>(k.name);
   if (!kernel)
     throw fail("the lowered kernel is missing");
-  for (Attribute a : kernel->getAttrOfType<ArrayAttr>("tessel.params"))
-    k.params.push_back(parseParam(cast<StringAttr>(a).getValue()));
+  for (Attribute a : kernel->getAttrOfType<ArrayAttr>("tessel.params")) {
+    StringRef text = cast<StringAttr>(a).getValue();
+    k.params.push_back(parseParam(text));
+    if (text.consume_front("workspace:"))
+      text.getAsInteger(10, k.workspaceSlotBytes);
+  }
   for (const ::tessel::ParamSpec &p : k.params)
     if (p.kind == ::tessel::ParamSpec::Kind::TmaDescriptor && !p.store)
       k.args[p.arg].loadedByTma = true;

@@ -42,6 +42,7 @@ std::string cacheKey(mlir::ModuleOp module, const tessel::options &o) {
   llvm::raw_string_ostream os(key);
   os << "schedule=" << tessel::scheduleName(o.schedule) << ";stages=" << o.stages
      << ";cluster=" << o.cluster[0] << "x" << o.cluster[1] << ";swizzle=" << o.swizzle << ";raster=" << o.raster_group
+     << ";decomposition=" << tessel::decompositionName(o.decomposition)
      << ";debug=" << (o.debug || tessel::runtime::knobs().debug) << ";";
   module->print(os, mlir::OpPrintingFlags().enableDebugInfo(false));
   return key;
@@ -104,6 +105,7 @@ tessel::CompiledKernel compileVariant(const VariantSource &src, const tessel::de
     o.stages = 0;        // the stage count was chosen for the other schedule's ring
     o.cluster = {1, 1};  // multistage has no clusters
     o.swizzle = 0;       // nor TMA swizzles (its XOR swizzle is its own)
+    o.decomposition = tessel::decomposition::automatic;  // nor stream-K
   }
   tessel::CompiledKernel k;
   try {

@@ -43,6 +43,7 @@ void ::tessel::buildSchedulePipeline(OpPassManager &pm, const PipelineOptions &o
   so.cluster = o.cluster;
   so.swizzle = o.swizzle;
   so.rasterGroup = o.rasterGroup;
+  so.decomposition = o.decomposition;
   pm.addPass(mlir::tessel::createTesselSelectSchedule(so));
 }
 
@@ -82,6 +83,9 @@ struct TesselPipelineCLOptions : public PassPipelineOptions<TesselPipelineCLOpti
   PassOptions::Option<int64_t> rasterGroup{
       *this, "raster-group", llvm::cl::desc("rows of tiles per raster group (0: 8)"),
       llvm::cl::init(0)};
+  PassOptions::Option<std::string> decomposition{
+      *this, "decomposition", llvm::cl::desc("auto, data-parallel or stream-k"),
+      llvm::cl::init("auto")};
   PassOptions::Option<bool> boundedWaits{*this, "bounded-waits",
                                          llvm::cl::desc("mbarrier waits time out and report"),
                                          llvm::cl::init(false)};
@@ -104,6 +108,7 @@ void ::tessel::registerAllPasses() {
         o.cluster = cl.cluster;
         o.swizzle = cl.swizzle;
         o.rasterGroup = cl.rasterGroup;
+        o.decomposition = cl.decomposition;
         o.boundedWaits = cl.boundedWaits;
         buildTesselPipeline(pm, o);
       });
@@ -118,6 +123,15 @@ std::string scheduleName(schedule s) {
   case schedule::warp_specialized: return "warp_specialized";
   case schedule::cooperative: return "cooperative";
   case schedule::pingpong: return "pingpong";
+  }
+  return "auto";
+}
+
+std::string decompositionName(decomposition d) {
+  switch (d) {
+  case decomposition::automatic: return "auto";
+  case decomposition::data_parallel: return "data-parallel";
+  case decomposition::stream_k: return "stream-k";
   }
   return "auto";
 }

@@ -349,6 +349,40 @@ void checkDevicePointers(const CudaDriver& d, const CompiledKernel& k, std::span
   }
 }
 
+/// The stream-K workspace of (context, stream): CompiledKernel::kStreamKFlagBytes of flags,
+/// then the CTAs' partial-tile slots. Allocated zeroed on first use and grown (never shrunk);
+/// the kernels leave the flags zero. One per stream, so that launches on different streams
+/// never share one; launches on one stream are ordered. (A stream handle reused after
+/// cuStreamDestroy while the old stream's kernels still run would share it.)
+CUdeviceptr streamWorkspace(const CudaDriver& d, CUcontext ctx, CUstream s, std::uint64_t bytes,
+                            const std::string& kernelName) {
+  struct Buffer {
+    CUdeviceptr ptr = 0;
+    std::uint64_t bytes = 0;
+  };
+  static std::mutex mutex;
+  static std::map<std::pair<CUcontext, CUstream>, Buffer> buffers;
+  std::lock_guard<std::mutex> lock(mutex);
+  Buffer& buf = buffers[{ctx, s}];
+  if (buf.bytes >= bytes)
+    return buf.ptr;
+  if (buf.ptr) {
+    // Kernels queued on this stream may still use the old buffer.
+    checkCuda(d.cuStreamSynchronize(s), "cuStreamSynchronize (growing the stream-K workspace)", kernelName);
+    checkCuda(d.cuMemFree(buf.ptr), "cuMemFree (growing the stream-K workspace)", kernelName);
+    buf = {};
+  }
+  CUdeviceptr ptr = 0;
+  checkCuda(d.cuMemAlloc(&ptr, bytes), "cuMemAlloc (stream-K workspace of " + std::to_string(bytes) + " bytes)",
+            kernelName);
+  // cuMemsetD8 runs on the legacy stream, which a non-blocking `s` does not wait for:
+  // finish it before any kernel can see the buffer.
+  checkCuda(d.cuMemsetD8(ptr, 0, bytes), "cuMemsetD8 (stream-K workspace)", kernelName);
+  checkCuda(d.cuCtxSynchronize(), "cuCtxSynchronize (stream-K workspace)", kernelName);
+  buf = {ptr, bytes};
+  return ptr;
+}
+
 CUtensorMapDataType tmaDataType(dtype t) {
   switch (t) {
   case dtype::f16:
@@ -454,6 +488,18 @@ void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_ar
     if (csize > 1)  // ceil over the clustered axis: cluster tiles x csize CTAs
       tiles = (tiles + csize - 1) / csize * csize;
     std::uint64_t ctas = std::min<std::uint64_t>(tiles, static_cast<std::uint64_t>(sms) / csize * csize);
+    if (k.workspaceSlotBytes) {
+      // Stream-K kernels split tiles among more CTAs than there are tiles (each tile among
+      // at most about 4), never more than the workspace has flags for.
+      ctas = std::min<std::uint64_t>({static_cast<std::uint64_t>(sms), tiles * 4,
+                                      CompiledKernel::kMaxStreamKCtas});
+      ctas = std::max<std::uint64_t>(ctas, 1);
+      CUdeviceptr ws = streamWorkspace(d, ctx, s, CompiledKernel::kStreamKFlagBytes + ctas * k.workspaceSlotBytes,
+                                       k.name);
+      for (size_t i = 0; i < plan.size(); ++i)
+        if (plan[i].kind == ParamSpec::Kind::Workspace)
+          scalars[i] = static_cast<std::uint64_t>(ws);
+    }
     config.gridDimX = static_cast<unsigned>(std::max<std::uint64_t>(ctas, csize));
     config.gridDimY = 1;
     config.gridDimZ = 1;

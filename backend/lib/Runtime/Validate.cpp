@@ -81,6 +81,8 @@ const char* kindName(ParamSpec::Kind k) {
     return "grid extent";
   case ParamSpec::Kind::TmaUsable:
     return "TMA-usable flag";
+  case ParamSpec::Kind::Workspace:
+    return "stream-K workspace";
   }
   return "?";
 }
@@ -204,6 +206,12 @@ void validateCompiledKernel(const CompiledKernel& k) {
     if (p.arg < 0 || static_cast<std::size_t>(p.arg) >= k.args.size())
       fail(where + " refers to a missing argument (the kernel has " + std::to_string(k.args.size()) +
            ")");
+    if (p.kind == ParamSpec::Kind::Workspace) {
+      if (!k.persistent || k.workspaceSlotBytes == 0 || k.cluster[0] * k.cluster[1] * k.cluster[2] != 1)
+        fail(where + ": a stream-K workspace is for persistent kernels without clusters, with a "
+                     "nonzero slot size");
+      continue;
+    }
     if (p.kind == ParamSpec::Kind::GridDim) {
       if (!k.persistent || p.dim < 0 || p.dim > 2)
         fail(where + ": grid extents are for persistent kernels, axes 0..2 (got axis " +
@@ -420,6 +428,9 @@ std::vector<ParamValue> planParams(const CompiledKernel& k, std::span<const tens
       break;
     case ParamSpec::Kind::TmaUsable:
       v.scalar = tmaUsable(a, tmaInnerDim(k, p.arg, /*store=*/true)) ? 1 : 0;
+      break;
+    case ParamSpec::Kind::Workspace:
+      v.scalar = 0;  // the stream's workspace, filled in by launch()
       break;
     case ParamSpec::Kind::TmaDescriptor: {
       TmaEncoding& e = v.tma;

@@ -169,6 +169,38 @@ private:
   void releaseStage(Value s);
   /// All threads of all CTAs of the cluster (bar.sync 0 without a cluster).
   void clusterSync();
+  // ---- stream-K (StreamK.cpp) ---------------------------------------------
+  /// One piece of work of a persistent CTA: k-iterations [kBegin, kEnd) of
+  /// tile `tile`, at ring positions base, base + 1, ... (all i32).
+  struct WorkUnit {
+    Value tile, kBegin, kEnd, base;
+  };
+  /// Computes `sk` for a persistent walk over `numTiles` tiles (rule set of
+  /// StreamK.cpp: stream_k = 1 decides S in the kernel, 2 takes every tile).
+  void planStreamK(Value numTiles);
+  /// Unit `w` (i32, in [0, sk.count)) of this CTA: stream-K units first,
+  /// then data-parallel tiles.
+  WorkUnit streamKUnit(Value w);
+  /// First iteration (i32) of CTA `cta`'s stream-K range (`ctas` CTAs,
+  /// `total` = S * I iterations, i64).
+  Value streamKStart(Value cta, Value ctas, Value total);
+  /// %ctaid.x, %nctaid.x (opaque reads) and S * I (i64), recomputed where used.
+  Value streamKCta();
+  Value streamKCtas();
+  Value streamKTotal();
+  /// Workspace addresses (i64): CTA `cta`'s flag; float4 number `q` of
+  /// consumer thread `u` in CTA `cta`'s slot.
+  Value streamKFlag(Value cta);
+  Value streamKSlot(Value cta, Value u, int64_t q);
+  /// bar.sync of every consumer thread (named barrier 5).
+  void streamKBarrier();
+  /// A contributor's part: the accumulators to this CTA's slot, then its flag.
+  void streamKStorePartial(Value acc, Value u);
+  /// Waits for CTA `cta`'s flag (one thread) and clears it.
+  void streamKWaitFlag(Value cta);
+  /// The head of `tile`: adds the parts of CTAs cta+1 .. owner of its last k.
+  Value streamKAddPartials(Value acc, Value tile, Value u);
+
   LogicalResult buildElementwise();
   LogicalResult emitStores(function_ref<LogicalResult(StoreOp)> perStore);
   /// TMA loads of tile `j` into stage `s` (both i32), then expect_tx.
@@ -216,6 +248,14 @@ private:
   int64_t clusterX = 1, clusterY = 1, clusterSize = 1;
   Value clusterRank, tileValid;
   static constexpr int64_t kChunkBytes = 64 * 128;
+  /// Stream-K (#tessel.schedule stream_k != 0): the workspace parameter
+  /// (!llvm.ptr<1>) and this CTA's plan (StreamK.cpp; i32 unless noted).
+  Value workspace;
+  struct {
+    Value tiles;         ///< S: tiles of the stream-K phase
+    Value count;         ///< this CTA's units: stream-K parts + data-parallel tiles
+    Value begin, end;    ///< this CTA's stream-K iteration range
+  } sk;
 };
 
 } // namespace mlir::tessel::lowering

@@ -482,13 +482,22 @@ LogicalResult KernelBuilder::buildSignature() {
     types.push_back(b.getI64Type());
     params.push_back(b.getStringAttr("grid:" + std::to_string(d)));
   }
+  // Stream-K: the workspace (StreamK.cpp), "workspace:<bytes of one slot>".
+  bool streamK = gemm && sched && sched.getStreamk() != 0;
+  if (streamK) {
+    if (sched.getKind() != ScheduleKind::cooperative || clusterSize != 1)
+      return fn.emitError("stream_k needs schedule 'cooperative' with a 1x1 cluster");
+    auto tile = sched.getTile();
+    types.push_back(ptrTy);
+    params.push_back(b.getStringAttr("workspace:" + std::to_string(tile[0] * tile[1] * 4)));
+  }
   b.setInsertionPoint(fn);
   auto fnTy = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), types);
   kernel = b.create<LLVM::LLVMFuncOp>(fn.getLoc(), fn.getSymName(), fnTy);
   kernel->setAttr("nvvm.kernel", b.getUnitAttr());
   kernel->setAttr("tessel.params", b.getArrayAttr(params));
   unsigned numUsable = llvm::count_if(tma, [](const TmaParam &t) { return bool(t.store); });
-  unsigned firstTma = types.size() - numGridParams - numUsable - tma.size();
+  unsigned firstTma = types.size() - (streamK ? 1 : 0) - numGridParams - numUsable - tma.size();
   for (unsigned i = 0; i < tma.size(); ++i) {
     unsigned p = firstTma + i;
     kernel.setArgAttr(p, "llvm.byval", TypeAttr::get(LLVM::LLVMArrayType::get(b.getI8Type(), 128)));
@@ -517,6 +526,8 @@ LogicalResult KernelBuilder::buildSignature() {
                                          i64(0));
   for (unsigned d = 0; d < numGridParams; ++d)
     gridParams.push_back(b.create<arith::TruncIOp>(loc, b.getI32Type(), entry->getArgument(p++)));
+  if (streamK)
+    workspace = entry->getArgument(p++);
   if (persistent)
     kernel->setAttr("tessel.persistent", b.getUnitAttr());
   if (clusterSize > 1) {
@@ -1112,7 +1123,8 @@ LogicalResult KernelBuilder::emitConsumerEpilogue(ArrayRef<Value> accs, Value fi
       for (int64_t c = 0; c < chunks; ++c, ++q)
         if (failed(stageChunk(*it, acc, rowBlock, c, inWg, consumer,
                               b.create<arith::AddIOp>(loc, sequence, i32(q)),
-                              /*drainAll=*/q == 0 && perTile % 2 == 1 && clusterSize > 1)))
+                              /*drainAll=*/q == 0 && perTile % 2 == 1 &&
+                                  (clusterSize > 1 || workspace))))
           return failure();
     }
     return success();
@@ -1328,15 +1340,35 @@ LogicalResult KernelBuilder::buildWarpSpecialized() {
       loc, b.create<arith::AddIOp>(loc, b.create<arith::SubIOp>(loc, numTiles, firstTile),
                                    b.create<arith::SubIOp>(loc, tileStride, i32(1))),
       tileStride);
+  // Stream-K (StreamK.cpp): this CTA's work is sk.count units, stream-K
+  // parts of tiles first; otherwise whole tiles, unit i = tile firstTile +
+  // i * tileStride with ring positions i * nk + j.
+  bool streamK = bool(workspace);
+  if (streamK)
+    planStreamK(numTiles);
+  Value unitCount = streamK ? sk.count : tileCount;
   auto forEachTile = [&](Value start, int64_t step,
-                         function_ref<LogicalResult(Value tileIter)> body) -> LogicalResult {
-    auto tiles = b.create<scf::ForOp>(loc, start, tileCount, i32(step));
+                         function_ref<LogicalResult(Value tileIter, WorkUnit u)> body) -> LogicalResult {
+    auto tiles = b.create<scf::ForOp>(loc, start, unitCount, i32(step));
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(tiles.getBody());
     Value i = tiles.getInductionVar();
-    if (persistent)
-      setProgramIds(b.create<arith::AddIOp>(loc, firstTile, b.create<arith::MulIOp>(loc, i, tileStride)));
-    return body(i);
+    WorkUnit u;
+    if (streamK) {
+      u = streamKUnit(i);
+      setProgramIds(u.tile);
+    } else {
+      if (persistent)
+        setProgramIds(b.create<arith::AddIOp>(loc, firstTile, b.create<arith::MulIOp>(loc, i, tileStride)));
+      u = {Value(), i32(0), nk, b.create<arith::MulIOp>(loc, i, nk)};
+    }
+    return body(i, u);
+  };
+  // Ring position of k-iteration j of unit u.
+  auto ringPos = [&](const WorkUnit &u, Value j) -> Value {
+    if (!streamK)
+      return b.create<arith::AddIOp>(loc, u.base, j);
+    return b.create<arith::AddIOp>(loc, u.base, b.create<arith::SubIOp>(loc, j, u.kBegin));
   };
 
   auto roleIf = b.create<scf::IfOp>(loc, TypeRange{}, isProducer, /*withElse=*/true);
@@ -1348,13 +1380,12 @@ LogicalResult KernelBuilder::buildWarpSpecialized() {
     Value elected = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, inWg, i32(0));
     auto one = b.create<scf::IfOp>(loc, TypeRange{}, elected, false);
     b.setInsertionPointToStart(one.thenBlock());
-    LogicalResult r = forEachTile(i32(0), 1, [&](Value tileIter) -> LogicalResult {
-      Value base = b.create<arith::MulIOp>(loc, tileIter, nk);
-      auto kLoop = b.create<scf::ForOp>(loc, i32(0), nk, i32(1));
+    LogicalResult r = forEachTile(i32(0), 1, [&](Value, WorkUnit u) -> LogicalResult {
+      auto kLoop = b.create<scf::ForOp>(loc, u.kBegin, u.kEnd, i32(1));
       OpBuilder::InsertionGuard g2(b);
       b.setInsertionPointToStart(kLoop.getBody());
       Value j = kLoop.getInductionVar();
-      Value it = b.create<arith::AddIOp>(loc, base, j);
+      Value it = ringPos(u, j);
       Value s = b.create<arith::RemUIOp>(loc, it, i32(stages));
       // Rule W1.
       Value round = b.create<arith::DivUIOp>(loc, it, i32(stages));
@@ -1400,25 +1431,24 @@ LogicalResult KernelBuilder::buildWarpSpecialized() {
       turn("bar.arrive", i32(0));
     }
     LogicalResult r = forEachTile(pingpong ? consumer : i32(0), pingpong ? 2 : 1,
-                                  [&](Value tileIter) -> LogicalResult {
+                                  [&](Value tileIter, WorkUnit u) -> LogicalResult {
       if (pingpong)
         turn("bar.sync", consumer);
-      Value base = b.create<arith::MulIOp>(loc, tileIter, nk);
       // Zeroed and pinned before the mainloop: LLVM must not sink the zeroing
       // between the first wgmmas (ptxas would then fence them, C7517/C7519).
       SmallVector<Value> zeros;
       for (int64_t i = 0; i < rowBlocksPerConsumer; ++i)
         zeros.push_back(fenceAccumulator(zeroAccumulator()));
-      auto kLoop = b.create<scf::ForOp>(loc, i32(0), nk, i32(1), zeros);
+      auto kLoop = b.create<scf::ForOp>(loc, u.kBegin, u.kEnd, i32(1), zeros);
       {
         OpBuilder::InsertionGuard g2(b);
         b.setInsertionPointToStart(kLoop.getBody());
         Value j = kLoop.getInductionVar();
-        Value it = b.create<arith::AddIOp>(loc, base, j);
+        Value it = ringPos(u, j);
         SmallVector<Value> accs = consumeStage(
             it, SmallVector<Value>(kLoop.getRegionIterArgs()), firstRowBlock);
         // Rule W1: the wgmma group of position it-1 retired: release its stage.
-        Value hasPrev = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ugt, j, i32(0));
+        Value hasPrev = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ugt, j, u.kBegin);
         auto prevIf = b.create<scf::IfOp>(loc, TypeRange{}, hasPrev, false);
         {
           OpBuilder::InsertionGuard g3(b);
@@ -1436,20 +1466,46 @@ LogicalResult KernelBuilder::buildWarpSpecialized() {
         b.setInsertionPointToStart(ifOp.thenBlock());
         turn("bar.arrive", other);
       }
+      // Stream-K: the unit is recomputed from an opaque copy of its index
+      // rather than kept live across the mainloop (register pressure,
+      // StreamK.cpp).
+      if (streamK)
+        u = streamKUnit(ptx("mov.u32 $0, $1;", "=r,r", {tileIter}, b.getI32Type()));
       b.create<NVVM::WgmmaWaitGroupSyncOp>(loc, 0);
       // The tile's last stage is released once all its wgmma retired.
-      Value any = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, nk, i32(0));
+      Value any = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, u.kEnd, u.kBegin);
       auto lastIf = b.create<scf::IfOp>(loc, TypeRange{}, any, false);
       {
         OpBuilder::InsertionGuard g3(b);
         b.setInsertionPointToStart(lastIf.thenBlock());
-        release(b.create<arith::SubIOp>(loc, b.create<arith::AddIOp>(loc, base, nk), i32(1)));
+        release(ringPos(u, b.create<arith::SubIOp>(loc, u.kEnd, i32(1))));
       }
       SmallVector<Value> accs;
       for (Value acc : kLoop.getResults())
         accs.push_back(fenceAccumulator(acc));
       // This consumer's own tile count picks its staging buffers.
       Value local = pingpong ? b.create<arith::DivUIOp>(loc, tileIter, i32(2)).getResult() : tileIter;
+      if (streamK) {
+        // StreamK.cpp: a part that does not start the tile goes to the
+        // workspace; the part that starts it adds the others, then stores.
+        Value uThread = b.create<arith::SubIOp>(loc, tid, i32(kThreadsPerWarpgroup));
+        Value contributor = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, u.kBegin, i32(0));
+        auto partIf = b.create<scf::IfOp>(loc, TypeRange{}, contributor, /*withElse=*/true);
+        OpBuilder::InsertionGuard g3(b);
+        b.setInsertionPointToStart(partIf.thenBlock());
+        streamKStorePartial(accs[0], uThread);
+        b.setInsertionPointToStart(partIf.elseBlock());
+        Value head = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, u.kEnd, nk);
+        auto headIf = b.create<scf::IfOp>(loc, TypeRange{accs[0].getType()}, head, /*withElse=*/true);
+        {
+          OpBuilder::InsertionGuard g4(b);
+          b.setInsertionPointToStart(headIf.thenBlock());
+          b.create<scf::YieldOp>(loc, streamKAddPartials(accs[0], u.tile, uThread));
+          b.setInsertionPointToStart(headIf.elseBlock());
+          b.create<scf::YieldOp>(loc, accs[0]);
+        }
+        return emitConsumerEpilogue({headIf.getResult(0)}, firstRowBlock, inWg, consumer, local);
+      }
       if (!tileValid)
         return emitConsumerEpilogue(accs, firstRowBlock, inWg, consumer, local);
       // A cluster partner's tile past the grid's edge: nothing to store.

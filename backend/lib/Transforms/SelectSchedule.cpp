@@ -24,6 +24,12 @@
 //      4 warpgroups); BN is a multiple of 8 and at most 256 (wgmma N).
 //   4. The ring fits in 227 KiB of shared memory (beside the staging buffers
 //      of the TMA-store epilogue in the warp-specialized schedules).
+//   5. Clusters 1x1, 2x1, 1x2, for the persistent schedules only.
+//   6. Decomposition (option `decomposition`, options::decomposition):
+//      `stream-k` (`stream_k = 1`: stream-K for the last wave, or for every
+//      tile of a small grid, where the kernel computes that it pays) needs
+//      cooperative with a 1x1 cluster; `auto` and `data-parallel` are whole
+//      tiles.
 //
 // Schedule `multistage` (cp.async + ldmatrix + mma.sync, MultistageSchedule.cpp)
 // has its own rules:
@@ -91,8 +97,12 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
       return fn.emitError() << "option raster-group (options::raster_group) must be in [0, 1024] "
                                "(0: the default, 8), got "
                             << static_cast<int64_t>(rasterGroup);
-    if (kind == ScheduleKind::multistage)
+    if (kind == ScheduleKind::multistage) {
+      if (decomposition == "stream-k")
+        return m.dot.emitError() << "decomposition stream-k needs schedule 'cooperative' with "
+                                    "a 1x1 cluster, got 'multistage'";
       return selectMultistage(fn, m);
+    }
 
     Type elt = cast<RankedTensorType>(m.dot.getA().getType()).getElementType();
     int64_t eltBytes = elt.getIntOrFloatBitWidth() / 8;
@@ -159,9 +169,29 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
     SmallVector<int64_t> clusterShape;
     if (cx * cy > 1)
       clusterShape = {cx, cy};
+    // 6. Decomposition: stream-K needs the cooperative consumers (one
+    //    accumulator layout per CTA tile, summed through the workspace) and
+    //    CTAs that are not paired by a cluster (a cluster's CTAs walk their
+    //    tiles in lockstep).
+    //    `auto` is data-parallel: stream-K lost on 4 of the 6 large shapes
+    //    of docs/benchmarks.md run 12 (operand reuse in L2 suffers when
+    //    co-resident CTAs work at different k).
+    bool streamKable = kind == ScheduleKind::cooperative && cx * cy == 1;
+    int64_t streamK = 0;
+    if (decomposition == "stream-k") {
+      if (!streamKable)
+        return m.dot.emitError() << "decomposition stream-k needs schedule 'cooperative' with "
+                                    "a 1x1 cluster, got '"
+                                 << stringifyScheduleKind(kind) << "' with cluster " << cx << "x"
+                                 << cy;
+      streamK = 1;
+    } else if (decomposition != "auto" && decomposition != "data-parallel") {
+      return fn.emitError() << "unknown decomposition '" << decomposition
+                            << "' (expected auto, data-parallel or stream-k)";
+    }
     // One m64 row block per warpgroup.
     auto attr = ScheduleAttr::get(fn.getContext(), kind, {m.tileM, m.tileN, m.tileK}, s,
-                                  m.tileM / 64, *swizzleBytes, clusterShape, rasterGroup);
+                                  m.tileM / 64, *swizzleBytes, clusterShape, rasterGroup, streamK);
     fn->setAttr(TesselDialect::getScheduleAttrName(), attr);
     return success();
   }
@@ -225,7 +255,8 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
     // of K-major tiles.
     auto attr = ScheduleAttr::get(fn.getContext(), ScheduleKind::multistage,
                                   {m.tileM, m.tileN, m.tileK}, s, (w.count() + 3) / 4,
-                                  /*swizzle=*/m.tileK * 2, /*cluster=*/{}, rasterGroup);
+                                  /*swizzle=*/m.tileK * 2, /*cluster=*/{}, rasterGroup,
+                                  /*streamk=*/0);
     fn->setAttr(TesselDialect::getScheduleAttrName(), attr);
     return success();
   }

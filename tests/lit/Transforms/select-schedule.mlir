@@ -3,8 +3,18 @@
 // RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="schedule=pingpong" 2>&1 | FileCheck %s --check-prefix=PINGPONG
 // RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="schedule=cooperative raster-group=16" 2>/dev/null | FileCheck %s --check-prefix=RASTER
 // RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="raster-group=-1" 2>&1 | FileCheck %s --check-prefix=BADRASTER
+// RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="schedule=cooperative decomposition=data-parallel" 2>/dev/null | FileCheck %s --check-prefix=DP
+// RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="schedule=cooperative decomposition=stream-k" 2>/dev/null | FileCheck %s --check-prefix=SK
+// RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="schedule=cooperative cluster=2x1" 2>/dev/null | FileCheck %s --check-prefix=CLUSTERDP
+// RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="schedule=tma decomposition=stream-k" 2>&1 | FileCheck %s --check-prefix=BADSK
+// RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="decomposition=sideways" 2>&1 | FileCheck %s --check-prefix=BADDECOMP
 
 // COOP: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 3, warpgroups = 2, swizzle = 128>
+// DP: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128>
+// SK: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128, stream_k = 1>
+// CLUSTERDP: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128, cluster = [2, 1]>
+// BADSK: decomposition stream-k needs schedule 'cooperative' with a 1x1 cluster, got 'tma' with cluster 1x1
+// BADDECOMP: unknown decomposition 'sideways' (expected auto, data-parallel or stream-k)
 // The raster group is printed only when it is not the default.
 // RASTER: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128, raster = 16>
 // BADRASTER: option raster-group (options::raster_group) must be in [0, 1024] (0: the default, 8), got -1

@@ -240,12 +240,38 @@ TEST(ValidateCompiledKernel, RejectsMalformedKernels) {
   rejects([](CompiledKernel& k) { k.args[2].rank = 4; }, "argument 2 has rank 4; tensors have rank 1..3");
   rejects([](CompiledKernel& k) { k.blockThreads = 2048; }, "has 2048 threads per block");
   rejects([](CompiledKernel& k) { k.cluster = {0, 1, 1}; }, "has cluster extent 0 along axis 0");
+  // A stream-K workspace needs a persistent kernel without clusters and a slot size.
+  rejects([](CompiledKernel& k) { k.params.push_back({ParamSpec::Kind::Workspace, 0, 0}); },
+          "(stream-K workspace of argument 0): a stream-K workspace is for persistent kernels without "
+          "clusters");
+  rejects(
+      [](CompiledKernel& k) {
+        k.persistent = true;
+        k.workspaceSlotBytes = 128 * 256 * 4;
+        k.cluster = {2, 1, 1};
+        k.params.push_back({ParamSpec::Kind::Workspace, 0, 0});
+      },
+      "a stream-K workspace is for persistent kernels without clusters");
   rejects(
       [](CompiledKernel& k) {
         k.ptx.clear();
         k.cubin.clear();
       },
       "has neither PTX nor a cubin");
+}
+
+TEST(ValidateCompiledKernel, AcceptsAStreamKWorkspace) {
+  CompiledKernel k = gemmKernel();
+  k.persistent = true;
+  k.workspaceSlotBytes = 128 * 256 * 4;
+  k.params.push_back({ParamSpec::Kind::Workspace, 0, 0});
+  EXPECT_NO_THROW(runtime::makeKernel(k));
+  // The workspace is filled in at launch (one per stream); the plan leaves it 0.
+  std::vector<tensor_arg> args = gemmArgs();
+  auto plan = runtime::planParams(k, args);
+  ASSERT_EQ(plan.size(), 7u);
+  EXPECT_EQ(plan[6].kind, ParamSpec::Kind::Workspace);
+  EXPECT_EQ(plan[6].scalar, 0u);
 }
 
 // ---- planParams ------------------------------------------------------------

@@ -30,6 +30,7 @@ struct PipelineOptions {
   std::string cluster = "1x1";  ///< CTA cluster, "MxN" along program_id 0 x 1
   int64_t swizzle = 0;          ///< options::swizzle: 0 auto, -1 none, 32, 64, 128
   int64_t rasterGroup = 0;      ///< options::raster_group: 0 = tessel's default (8)
+  std::string decomposition = "auto";  ///< options::decomposition: auto, data-parallel, stream-k
   bool boundedWaits = false;  ///< TESSEL_DEBUG: mbarrier waits time out and report
 };
 
@@ -48,6 +49,8 @@ void buildTesselPipeline(mlir::OpPassManager &pm, const PipelineOptions &o);
 CompiledKernel compileModule(mlir::ModuleOp module, const options &o);
 
 std::string scheduleName(schedule s);
+/// options::decomposition as the pass option spells it: auto, data-parallel, stream-k.
+std::string decompositionName(decomposition d);
 
 } // namespace tessel
 

@@ -34,6 +34,7 @@ struct ParamSpec {
     TmaDescriptor,  ///< .param .align 64 .b8 [128]: CUtensorMap of args[arg]
     GridDim,        ///< .u64 the user's launch grid along axis `dim` (persistent kernels)
     TmaUsable,      ///< .u64 1 when args[arg] meets TMA's rules (its `store` descriptor is valid), else 0
+    Workspace,      ///< .u64 stream-K workspace (CompiledKernel::workspaceSlotBytes); `arg` is 0
   };
   Kind kind = Kind::Pointer;
   int arg = 0;
@@ -65,6 +66,14 @@ struct CompiledKernel {
   /// Persistent kernels walk the user's grid of tiles themselves: the runtime
   /// launches min(tiles, SMs) CTAs and passes the grid as GridDim parameters.
   bool persistent = false;
+  /// Stream-K kernels (a Workspace parameter): the bytes of one CTA's partial tile (BM x BN
+  /// f32). The workspace is kStreamKFlagBytes of flags (one u32 per CTA, zero between
+  /// launches: each kernel resets what it set) followed by one slot per CTA; the runtime
+  /// keeps one per CUDA stream, zeroed when allocated, and launches at most
+  /// kMaxStreamKCtas CTAs.
+  std::uint64_t workspaceSlotBytes = 0;
+  static constexpr unsigned kMaxStreamKCtas = 1024;
+  static constexpr std::uint64_t kStreamKFlagBytes = 4 * kMaxStreamKCtas;
   std::string arch = "sm_90a";
   /// The schedule the kernel was built with ("tma", "multistage", ...; "" when unknown or not a
   /// GEMM), for messages.

@@ -24,6 +24,21 @@ public:
 /// The five CUTLASS 3.x Hopper GEMM schedules (DESIGN.md §5).
 enum class schedule : std::uint8_t { automatic, tma, multistage, warp_specialized, cooperative, pingpong };
 
+/// How the persistent schedules split the GEMM's tiles among their CTAs (about one per SM):
+///   automatic      whole tiles (data-parallel), for now: stream-K measured slower than
+///                  whole tiles on 4 of the 6 large shapes of docs/benchmarks.md (run 12);
+///   data_parallel  whole tiles: tile i is computed by CTA i % CTAs, and the tiles of a last,
+///                  partial wave leave the other SMs idle;
+///   stream_k       `cooperative` with a 1x1 cluster: the k-iterations of the last wave plus
+///                  one full wave (or of every tile, when there are fewer tiles than SMs) are
+///                  split evenly among the CTAs, where the kernel computes that this shortens
+///                  the longest CTA by more than the partial sums cost. Wins on 8192^3,
+///                  16384x8192x1024 (128x256) and small-M shapes (128x8192x8192: 1.6x);
+///                  loses where co-resident CTAs working at different k lose L2 reuse
+///                  (4096x4096x14336: 0.74x of whole tiles).
+/// Split tiles are summed through a workspace the runtime keeps per CUDA stream.
+enum class decomposition : std::uint8_t { automatic, data_parallel, stream_k };
+
 /// options::swizzle value that asks for no swizzle (0 means automatic).
 inline constexpr int swizzle_none = -1;
 
@@ -46,6 +61,7 @@ struct options {
   /// the CTAs running at the same time share A and B tiles in L2. 0 = tessel's default (8);
   /// at most 1024.
   int raster_group = 0;
+  tessel::decomposition decomposition = tessel::decomposition::automatic;
   std::string dump_dir;                  ///< write every stage here (also $TESSEL_DUMP_DIR)
   bool verbose = false;                  ///< print compile steps and the ptxas log to stderr
   bool debug = false;                    ///< bounded barrier waits that report and trap (also TESSEL_DEBUG)

@@ -47,7 +47,14 @@ def Tessel_ScheduleAttr : AttrDef<Tessel_Dialect, "Schedule"> {
     the B tile (TMA multicast), in a 1 x 2 cluster the A tile. `raster`: the
     tile scheduler's group size (rows of tiles along program_id 0 walked
     column by column, so that co-resident CTAs share operand tiles in L2);
-    omitted when 0, tessel's default (8).
+    omitted when 0, tessel's default (8). `stream_k` (cooperative, 1 x 1
+    cluster): how tiles are split among the persistent CTAs, omitted when 0
+    (data-parallel: whole tiles). 1: stream-K for the last, partial wave of
+    tiles (or every tile of a grid smaller than the CTAs), decided in the
+    kernel from the tile count, the k-iterations and the grid: it splits
+    their k-iterations evenly among all CTAs when that shortens the longest
+    CTA by more than the partial-sum traffic costs. Split tiles are summed
+    through a global workspace (StreamK.cpp, rules S1-S4).
 
     ```mlir
     func.func @gemm(...) attributes {tessel.kernel,
@@ -59,11 +66,12 @@ def Tessel_ScheduleAttr : AttrDef<Tessel_Dialect, "Schedule"> {
   let parameters = (ins "ScheduleKind":$kind, ArrayRefParameter<"int64_t">:$tile,
                         "int64_t":$stages, "int64_t":$warpgroups, "int64_t":$swizzle,
                         OptionalArrayRefParameter<"int64_t">:$cluster,
-                        DefaultValuedParameter<"int64_t", "0">:$raster);
+                        DefaultValuedParameter<"int64_t", "0">:$raster,
+                        DefaultValuedParameter<"int64_t", "0">:$streamk);
   let assemblyFormat = [{
     `<` `kind` `=` $kind `,` `tile` `=` `[` $tile `]` `,` `stages` `=` $stages `,`
     `warpgroups` `=` $warpgroups `,` `swizzle` `=` $swizzle (`,` `cluster` `=` `[` $cluster^ `]`)?
-    (`,` `raster` `=` $raster^)? `>`
+    (`,` `raster` `=` $raster^)? (`,` `stream_k` `=` $streamk^)? `>`
   }];
   let extraClassDeclaration = [{
     /// CTAs of the cluster along program_id 0 and 1 ({1, 1} when omitted).

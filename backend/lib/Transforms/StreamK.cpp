@@ -1,0 +1,353 @@
+//===- StreamK.cpp - stream-K work decomposition of `cooperative` ---------===//
+//
+// Part of tessel-lower-to-nvvm: how the persistent CTAs of a `cooperative`
+// kernel with `stream_k = 1` (#tessel.schedule, options::decomposition
+// stream_k) split the work, and how the CTAs that share a tile sum their
+// partial accumulators.
+//
+// A data-parallel persistent kernel gives CTA c the tiles c, c + P, ... of T
+// tiles (P = gridDim.x). When T % P != 0 the last wave leaves P - T % P SMs
+// idle: for 8192^3 with 128 x 256 tiles (T = 2048, P = 132) that is 64 SMs
+// for one whole tile time, 3% of the kernel. Stream-K (Osama et al., PPoPP
+// 2023; CUTLASS's "stream-K + data-parallel" hybrid) cuts the k-iterations
+// (I = ceil(K / BK) per tile) of the first S tiles into P equal ranges:
+//
+//   iterations of the S stream-K tiles, tile-major (g = t * I + k):
+//     | tile 0          | tile 1          | tile 2          | ...  S * I
+//     |cta 0     |cta 1     |cta 2     |cta 3     | ...            P ranges
+//   CTA c: [start(c), start(c + 1)),  start(c) = floor(c * S * I / P),
+//   then the data-parallel tiles S + c, S + c + P, ... (T - S is a multiple
+//   of P, so every CTA gets the same number).
+//
+//   S = T % P + P (the partial wave and one full wave, so that each range
+//     spans at least one tile's iterations), or S = T when T < P (the
+//     runtime then launches up to 4 CTAs per tile, at most one per SM), and
+//     only when the longest CTA gets shorter by more than the partial sums
+//     cost: ceil(T / P) * I - ((T - S) / P * I + ceil(S * I / P)) >=
+//     4 + 2 * ceil(P / S) iterations (a partial tile is written and read
+//     once, ~2 iterations each; a tile has up to ceil(P / S) + 1 parts).
+//     Otherwise S = 0: data-parallel.
+//
+// A CTA's range covers: the end of one tile (its first unit, k from kb > 0),
+// whole tiles, the start of another (its last unit, k to ke < I). The CTA
+// whose unit holds k = 0 of a tile (the "head", which reaches it last: it is
+// the last unit of its range) adds the other parts and runs the epilogue;
+// every other part is a "contributor" (the first unit of its CTA's range):
+//
+//   contributor (kb > 0), CTA c:                 head (kb = 0, ke < I), CTA h:
+//     mainloop over [kb, ke)                       mainloop over [0, ke)
+//     slot[c] = accumulators  (st.global.v4)       for c' in h+1 .. owner(last k of the tile)
+//     fence.acq_rel.gpu                               with a non-empty range:
+//     bar.sync 5 (consumer threads)                   thread 0: spin until flag[c'] != 0
+//     thread 0: st.release.gpu flag[c'] = 1                     (ld.acquire.gpu), flag[c'] = 0
+//     (no epilogue)                                   bar.sync 5
+//                                                     acc += slot[c'] (ld.global.cg.v4)
+//                                                   epilogue(acc)
+//
+// Workspace (kernel parameter "workspace:<slot bytes>", one per CUDA stream,
+// CompiledKernel.h): 4 * 1024 bytes of u32 flags (one per CTA), then one
+// slot of BM x BN f32 per CTA. Slot layout: consumer thread u (of W * 128)
+// holds accumulator registers r, stored as float4 number q = r / 4 at
+// 16 * (q * W * 128 + u): consecutive threads write consecutive 16 bytes.
+//
+// Ordering rules:
+//   S1. A contributor's slot is complete before its flag is set: every
+//       consumer thread stores its fragment and fences at gpu scope
+//       (fence.acq_rel.gpu), then the consumer barrier, then one thread's
+//       release store of the flag.
+//   S2. The head reads a slot only after an acquire load saw its flag set,
+//       then the consumer barrier; it reads through L2 (ld.global.cg), which
+//       holds the contributor's stores (L1 is not coherent across SMs).
+//   S3. Each flag is set once per launch (only a CTA's first unit can start
+//       inside a tile) and consumed once (a tile has one head), and the head
+//       clears it, so the workspace is all zeros between launches and the
+//       next launch on the stream (stream order) starts clean.
+//   S4. Every wait ends: a contributor's part is the first unit of its CTA
+//       and waits on nothing, so it finishes once its CTA runs, which needs
+//       no other CTA of the kernel to finish (the grid is at most one CTA per
+//       SM). The head waits at the end of its range, when the contributors,
+//       which started their ranges with these parts, are normally long done.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessel/Transforms/Passes.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+using namespace mlir;
+using namespace mlir::tessel;
+
+#include "KernelBuilder.h"
+
+namespace mlir::tessel::lowering {
+
+namespace {
+constexpr int64_t kFlagBytes = 4 * 1024; // CompiledKernel::kStreamKFlagBytes
+constexpr int64_t kStreamKBarrier = 5;   // named barrier of all consumer threads
+} // namespace
+
+// Register pressure: the consumers' 128-register accumulators leave no room
+// for the whole plan kept live across the mainloop (16 bytes of spills when
+// it was). S (sk.tiles), the unit count and the range [begin, end) stay live
+// (their 64-bit divisions once per kernel, not per unit: per unit they cost
+// 12% on 16384x8192x1024); the rest is recomputed where it is used, from
+// %ctaid.x / %nctaid.x read afresh through opaque moves that LLVM can
+// neither hoist nor merge with earlier reads.
+Value KernelBuilder::streamKCta() { return ptx("mov.u32 $0, %ctaid.x;", "=r", {}, b.getI32Type()); }
+
+Value KernelBuilder::streamKCtas() { return ptx("mov.u32 $0, %nctaid.x;", "=r", {}, b.getI32Type()); }
+
+Value KernelBuilder::streamKTotal() {
+  return b.create<arith::MulIOp>(loc, b.create<arith::ExtUIOp>(loc, b.getI64Type(), sk.tiles),
+                                 b.create<arith::ExtUIOp>(loc, b.getI64Type(), nk));
+}
+
+Value KernelBuilder::streamKStart(Value cta, Value ctas, Value total) {
+  Value c64 = b.create<arith::ExtUIOp>(loc, b.getI64Type(), cta);
+  Value p64 = b.create<arith::ExtUIOp>(loc, b.getI64Type(), ctas);
+  Value s = b.create<arith::DivUIOp>(loc, b.create<arith::MulIOp>(loc, c64, total), p64);
+  return b.create<arith::TruncIOp>(loc, b.getI32Type(), s);
+}
+
+void KernelBuilder::planStreamK(Value numTiles) {
+  auto ceilDiv = [&](Value x, Value d) {
+    return b.create<arith::DivUIOp>(
+        loc, b.create<arith::AddIOp>(loc, x, b.create<arith::SubIOp>(loc, d, i32(1))), d);
+  };
+  auto sel = [&](Value c, Value t, Value f) { return b.create<arith::SelectOp>(loc, c, t, f); };
+  auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) {
+    return b.create<arith::CmpIOp>(loc, p, x, y);
+  };
+  using P = arith::CmpIPredicate;
+  Value T = numTiles, I = nk;
+  Value ctas = b.create<NVVM::GridDimXOp>(loc, b.getI32Type());
+  Value cta = b.create<NVVM::BlockIdXOp>(loc, b.getI32Type());
+  Value S;
+  {
+    Value rem = b.create<arith::RemUIOp>(loc, T, ctas);
+    Value s1 = sel(cmp(P::ult, T, ctas), T,
+                   sel(cmp(P::eq, rem, i32(0)), i32(0), b.create<arith::AddIOp>(loc, rem, ctas)));
+    // Iterations of the longest CTA, data-parallel and hybrid (i64: S * I).
+    Value dp = b.create<arith::MulIOp>(loc, ceilDiv(T, ctas), I);
+    Value i64I = b.create<arith::ExtUIOp>(loc, b.getI64Type(), I);
+    Value i64P = b.create<arith::ExtUIOp>(loc, b.getI64Type(), ctas);
+    Value skIters64 = b.create<arith::DivUIOp>(
+        loc,
+        b.create<arith::AddIOp>(
+            loc, b.create<arith::MulIOp>(loc, b.create<arith::ExtUIOp>(loc, b.getI64Type(), s1), i64I),
+            b.create<arith::SubIOp>(loc, i64P, i64(1))),
+        i64P);
+    Value hybrid = b.create<arith::AddIOp>(
+        loc,
+        b.create<arith::MulIOp>(loc, b.create<arith::DivUIOp>(loc, b.create<arith::SubIOp>(loc, T, s1), ctas), I),
+        b.create<arith::TruncIOp>(loc, b.getI32Type(), skIters64));
+    Value splits = ceilDiv(ctas, b.create<arith::MaxUIOp>(loc, s1, i32(1)));
+    Value cost = b.create<arith::AddIOp>(loc, i32(4), b.create<arith::MulIOp>(loc, splits, i32(2)));
+    Value gain = b.create<arith::SubIOp>(loc, dp, hybrid);
+    Value use = b.create<arith::AndIOp>(
+        loc, b.create<arith::AndIOp>(loc, cmp(P::ugt, s1, i32(0)), cmp(P::sge, I, i32(2))),
+        cmp(P::sge, gain, cost));
+    S = sel(use, s1, i32(0));
+  }
+  sk.tiles = S;
+  // This CTA's units: the tiles of its range [begin, end), then the
+  // data-parallel tiles S + cta, S + cta + P, ... below T.
+  Value total = streamKTotal();
+  Value begin = streamKStart(cta, ctas, total);
+  Value end = streamKStart(b.create<arith::AddIOp>(loc, cta, i32(1)), ctas, total);
+  Value safeI = b.create<arith::MaxUIOp>(loc, I, i32(1));
+  Value firstTile = b.create<arith::DivUIOp>(loc, begin, safeI);
+  Value lastTile = b.create<arith::DivUIOp>(loc, b.create<arith::SubIOp>(loc, end, i32(1)), safeI);
+  Value units = sel(cmp(P::ugt, end, begin),
+                    b.create<arith::AddIOp>(loc, b.create<arith::SubIOp>(loc, lastTile, firstTile), i32(1)),
+                    i32(0));
+  Value firstDp = b.create<arith::AddIOp>(loc, S, cta);
+  Value dpTiles = sel(cmp(P::ugt, T, firstDp), ceilDiv(b.create<arith::SubIOp>(loc, T, firstDp), ctas), i32(0));
+  sk.count = b.create<arith::AddIOp>(loc, units, dpTiles);
+  sk.begin = begin;
+  sk.end = end;
+}
+
+KernelBuilder::WorkUnit KernelBuilder::streamKUnit(Value w) {
+  auto sel = [&](Value c, Value t, Value f) { return b.create<arith::SelectOp>(loc, c, t, f); };
+  Value I = nk;
+  Value cta = streamKCta(), ctas = streamKCtas();
+  Value begin = sk.begin, end = sk.end;
+  Value safeI = b.create<arith::MaxUIOp>(loc, I, i32(1));
+  Value firstTile = b.create<arith::DivUIOp>(loc, begin, safeI);
+  // Units of the range: end > begin, tiles firstTile .. (end - 1) / I.
+  Value units = sel(b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ugt, end, begin),
+                    b.create<arith::AddIOp>(
+                        loc,
+                        b.create<arith::SubIOp>(
+                            loc, b.create<arith::DivUIOp>(loc, b.create<arith::SubIOp>(loc, end, i32(1)), safeI),
+                            firstTile),
+                        i32(1)),
+                    i32(0));
+  Value isSk = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, w, units);
+  // Stream-K unit w: tile firstTile + w, iterations [max(begin, t I), min(end, (t + 1) I)).
+  Value tSk = b.create<arith::AddIOp>(loc, firstTile, w);
+  Value tileStart = b.create<arith::MulIOp>(loc, tSk, I);
+  Value from = b.create<arith::MaxUIOp>(loc, begin, tileStart);
+  Value to = b.create<arith::MinUIOp>(loc, end, b.create<arith::AddIOp>(loc, tileStart, I));
+  // Data-parallel tile j = w - units: S + cta + j P, after the range's iterations.
+  Value j = b.create<arith::SubIOp>(loc, w, units);
+  Value tDp = b.create<arith::AddIOp>(loc, b.create<arith::AddIOp>(loc, sk.tiles, cta),
+                                      b.create<arith::MulIOp>(loc, j, ctas));
+  Value baseDp = b.create<arith::AddIOp>(loc, b.create<arith::SubIOp>(loc, end, begin),
+                                         b.create<arith::MulIOp>(loc, j, I));
+  WorkUnit u;
+  u.tile = sel(isSk, tSk, tDp);
+  u.kBegin = sel(isSk, b.create<arith::SubIOp>(loc, from, tileStart), i32(0));
+  u.kEnd = sel(isSk, b.create<arith::SubIOp>(loc, to, tileStart), I);
+  u.base = sel(isSk, b.create<arith::SubIOp>(loc, from, begin), baseDp);
+  return u;
+}
+
+Value KernelBuilder::streamKFlag(Value cta) {
+  Value ws = b.create<LLVM::PtrToIntOp>(loc, b.getI64Type(), workspace);
+  return b.create<arith::AddIOp>(
+      loc, ws, b.create<arith::MulIOp>(loc, b.create<arith::ExtUIOp>(loc, b.getI64Type(), cta), i64(4)));
+}
+
+Value KernelBuilder::streamKSlot(Value cta, Value u, int64_t q) {
+  int64_t consumerThreads = consumers * kThreadsPerWarpgroup;
+  Value ws = b.create<LLVM::PtrToIntOp>(loc, b.getI64Type(), workspace);
+  Value slot = b.create<arith::AddIOp>(
+      loc, b.create<arith::AddIOp>(loc, ws, i64(kFlagBytes)),
+      b.create<arith::MulIOp>(loc, b.create<arith::ExtUIOp>(loc, b.getI64Type(), cta),
+                              i64(BM * BN * 4)));
+  Value piece = b.create<arith::AddIOp>(loc, i32(q * consumerThreads), u);
+  return b.create<arith::AddIOp>(
+      loc, slot,
+      b.create<arith::MulIOp>(loc, b.create<arith::ExtUIOp>(loc, b.getI64Type(), piece), i64(16)));
+}
+
+void KernelBuilder::streamKBarrier() {
+  ptx(("bar.sync " + std::to_string(kStreamKBarrier) + ", " +
+       std::to_string(consumers * kThreadsPerWarpgroup) + ";")
+          .c_str(),
+      "", {});
+}
+
+void KernelBuilder::streamKStorePartial(Value acc, Value u) {
+  // Rule S1.
+  int64_t regs = BN / 2;
+  Value cta = streamKCta();
+  for (int64_t q = 0; q < regs / 4; ++q) {
+    SmallVector<Value> ops = {streamKSlot(cta, u, q)};
+    for (int64_t i = 0; i < 4; ++i)
+      ops.push_back(b.create<LLVM::ExtractValueOp>(loc, acc, 4 * q + i));
+    ptx("st.global.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f", ops);
+  }
+  ptx("fence.acq_rel.gpu;", "", {});
+  streamKBarrier();
+  Value first = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, u, i32(0));
+  auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, first, false);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  ptx("st.release.gpu.global.u32 [$0], 1;", "l", {streamKFlag(cta)});
+}
+
+void KernelBuilder::streamKWaitFlag(Value cta) {
+  Value flag = streamKFlag(cta);
+  if (!boundedWaits) {
+    ptx("{\n"
+        ".reg .pred p;\n"
+        ".reg .b32 f;\n"
+        "WAIT:\n"
+        "ld.acquire.gpu.global.u32 f, [$0];\n"
+        "setp.eq.u32 p, f, 0;\n"
+        "@p bra WAIT;\n"
+        "}",
+        "l", {flag});
+  } else {
+    Value timedOut = ptx("{\n"
+                         ".reg .pred p;\n"
+                         ".reg .b32 f;\n"
+                         ".reg .u64 t0, t1;\n"
+                         "mov.u32 $0, 0;\n"
+                         "mov.u64 t0, %globaltimer;\n"
+                         "WAIT:\n"
+                         "ld.acquire.gpu.global.u32 f, [$1];\n"
+                         "setp.ne.u32 p, f, 0;\n"
+                         "@p bra DONE;\n"
+                         "mov.u64 t1, %globaltimer;\n"
+                         "sub.u64 t1, t1, t0;\n"
+                         "setp.lt.u64 p, t1, 4000000000;\n"
+                         "@p bra WAIT;\n"
+                         "mov.u32 $0, 1;\n"
+                         "DONE:\n"
+                         "}",
+                         "=r,l", {flag}, b.getI32Type());
+    Value failed = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, timedOut, i32(0));
+    auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, failed, false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    reportTimeout("stream-K flag (CTA)", cta, i32(1));
+  }
+  // Rule S3: consumed once; the next launch finds it clear.
+  ptx("st.relaxed.gpu.global.u32 [$0], 0;", "l", {flag});
+}
+
+Value KernelBuilder::streamKAddPartials(Value acc, Value tile, Value u) {
+  auto i64v = [&](Value v) { return b.create<arith::ExtUIOp>(loc, b.getI64Type(), v); };
+  Value cta = streamKCta(), ctas = streamKCtas(), total = streamKTotal();
+  // owner(g) = floor(((g + 1) P - 1) / N): the CTA whose range holds iteration g.
+  Value lastIter = b.create<arith::SubIOp>(
+      loc, b.create<arith::MulIOp>(loc, b.create<arith::AddIOp>(loc, tile, i32(1)), nk), i32(1));
+  Value owner64 = b.create<arith::DivUIOp>(
+      loc,
+      b.create<arith::SubIOp>(
+          loc, b.create<arith::MulIOp>(loc, b.create<arith::AddIOp>(loc, i64v(lastIter), i64(1)), i64v(ctas)),
+          i64(1)),
+      total);
+  Value last = b.create<arith::TruncIOp>(loc, b.getI32Type(), owner64);
+  Value from = b.create<arith::AddIOp>(loc, cta, i32(1));
+  Value to = b.create<arith::AddIOp>(loc, last, i32(1));
+  auto loop = b.create<scf::ForOp>(loc, from, to, i32(1), ValueRange{acc});
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value c = loop.getInductionVar();
+  Value cur = loop.getRegionIterArgs()[0];
+  // CTAs with an empty range (more CTAs than iterations) own nothing.
+  Value nonEmpty = b.create<arith::CmpIOp>(
+      loc, arith::CmpIPredicate::ult, streamKStart(c, ctas, total),
+      streamKStart(b.create<arith::AddIOp>(loc, c, i32(1)), ctas, total));
+  auto ifOp = b.create<scf::IfOp>(loc, TypeRange{cur.getType()}, nonEmpty, /*withElse=*/true);
+  {
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    // Rule S2.
+    Value first = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, u, i32(0));
+    auto waitIf = b.create<scf::IfOp>(loc, TypeRange{}, first, false);
+    {
+      OpBuilder::InsertionGuard g3(b);
+      b.setInsertionPointToStart(waitIf.thenBlock());
+      streamKWaitFlag(c);
+    }
+    streamKBarrier();
+    Type f32 = b.getF32Type();
+    auto quad = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
+    Value sum = cur;
+    for (int64_t q = 0; q < BN / 2 / 4; ++q) {
+      auto ld = b.create<LLVM::InlineAsmOp>(
+          loc, quad, ValueRange{streamKSlot(c, u, q)}, "ld.global.cg.v4.f32 {$0, $1, $2, $3}, [$4];",
+          "=f,=f,=f,=f,l,~{memory}", /*has_side_effects=*/true, /*is_align_stack=*/false,
+          LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr{}, ArrayAttr{});
+      for (int64_t i = 0; i < 4; ++i) {
+        Value part = b.create<LLVM::ExtractValueOp>(loc, ld.getResult(0), i);
+        Value old = b.create<LLVM::ExtractValueOp>(loc, sum, 4 * q + i);
+        sum = b.create<LLVM::InsertValueOp>(loc, sum, b.create<arith::AddFOp>(loc, old, part), 4 * q + i);
+      }
+    }
+    b.create<scf::YieldOp>(loc, sum);
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    b.create<scf::YieldOp>(loc, cur);
+  }
+  b.create<scf::YieldOp>(loc, ifOp.getResult(0));
+  return loop.getResult(0);
+}
+
+} // namespace mlir::tessel::lowering

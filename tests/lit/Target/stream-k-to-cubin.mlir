@@ -1,0 +1,30 @@
+// REQUIRES: ptxas
+// Compile-only: cooperative with stream-K (StreamK.cpp) to cubin, no GPU.
+// RUN: rm -rf %t && tessel-compile %inputs/gemm_128x128.mlir --schedule cooperative --decomposition stream-k --dump-dir %t/sk128
+// RUN: FileCheck %s --check-prefix=LOG --input-file=%t/sk128/ptxas.log
+// RUN: tessel-compile %inputs/gemm_128x256.mlir --schedule cooperative --decomposition stream-k --dump-dir %t/sk
+// RUN: FileCheck %s --input-file=%t/sk/gemm.ptx
+// RUN: FileCheck %s --check-prefix=LOG --input-file=%t/sk/ptxas.log
+// RUN: tessel-compile %inputs/gemm_128x256.mlir --schedule cooperative --dump-dir %t/auto
+// RUN: FileCheck %s --check-prefix=DP --input-file=%t/auto/gemm.ptx
+// RUN: FileCheck %s --check-prefix=SCHED --input-file=%t/sk/02-scheduled.mlir
+
+// SCHED: stream_k = 1>
+// The workspace is the last parameter, after the user's grid.
+// CHECK: .param .u64 gemm_param_21,
+// CHECK-NEXT: .param .u64 .ptr .global .align 1 gemm_param_22
+// Rule S1: partial tile, gpu-scope fence, consumer barrier, release of the flag.
+// CHECK-DAG: st.global.v4.f32
+// CHECK-DAG: fence.acq_rel.gpu;
+// CHECK-DAG: bar.sync 5, 256;
+// CHECK-DAG: st.release.gpu.global.u32 [{{.*}}], 1;
+// Rules S2, S3: acquire spin, clear, reads through L2.
+// CHECK-DAG: ld.acquire.gpu.global.u32
+// CHECK-DAG: st.relaxed.gpu.global.u32 [{{.*}}], 0;
+// CHECK-DAG: ld.global.cg.v4.f32
+// The default (auto: data-parallel) has none of it.
+// DP-NOT: gemm_param_22
+// DP-NOT: ld.acquire.gpu
+// LOG: 0 bytes spill stores, 0 bytes spill loads
+// LOG-NOT: C7508
+// LOG-NOT: C7514
