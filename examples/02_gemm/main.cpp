@@ -32,8 +32,8 @@ constexpr const char* kUsage = R"(usage: tessel-gemm [options]
                       and pingpong                                                          (default 1x1)
   --swizzle S         shared-memory swizzle of A and B: auto, none, 32, 64, 128 (bytes);
                       narrower than 128 loads each tile as several TMA boxes             (default auto)
-  --decomposition D   auto or dp (whole tiles), or for cooperative 1x1 sk (stream-K for the
-                      last wave where it pays)                                            (default auto)
+  --decomposition D   auto (sk for cooperative 1x1, else dp), dp (whole tiles), sk (stream-K
+                      for the last wave where it pays; cooperative 1x1)                   (default auto)
   --dump-dir DIR      write every compilation stage to DIR
   --no-run            trace + compile only (no GPU needed); writes the stages to DIR
                       (default DIR: ./tessel-gemm-dump)
@@ -41,6 +41,8 @@ constexpr const char* kUsage = R"(usage: tessel-gemm [options]
   --repeats R         timed batches per kernel (at least: raised to fill 400 ms), median    (default 10)
   --warmup-ms T       untimed warm-up before timing                                         (default 1000)
   --check/--no-check  verify against cuBLASLt (relative Frobenius error < 1e-2, no NaN)     (default on)
+  --no-cublas         launch tessel once and stop: no cuBLASLt, no check, no timing
+                      (for compute-sanitizer, which would check cuBLASLt's kernels too)
   --cublas-algos N    time cuBLASLt's N best heuristic algorithms and keep the fastest      (default 1)
   --seed S            random inputs seed                                                    (default 1)
 )";
@@ -59,7 +61,7 @@ int main(int argc, char** argv) {
     tb::cli args(argc, argv,
                  {"schedule", "m", "n", "k", "tile", "stages", "cluster", "swizzle", "decomposition", "dump-dir", "iters", "repeats", "warmup-ms",
                   "cublas-algos", "seed"},
-                 {"no-run", "check", "no-check", "help"});
+                 {"no-run", "check", "no-check", "no-cublas", "help"});
     if (args.flag("help")) {
       std::cout << kUsage;
       return 0;
@@ -109,17 +111,25 @@ int main(int argc, char** argv) {
     std::printf("  data:   uniform [-1,1) bf16 (no zeros), %d rotated A/B/C sets of %.1f MB, C poisoned with NaN\n",
                 p.sets(), p.bytes_per_set() / 1e6);
 
-    tb::lt_context lt;
-    tb::lt_gemm cublas(lt, M, N, K, tb::out_type::bf16, tb::epilogue::none, nullptr, int(args.i64("cublas-algos", 1)));
-    tb::select_fastest_algo(cublas, p, stream, &nvml);
-    std::printf("  cuBLASLt: %s\n", cublas.algo_description().c_str());
-
     // Launch i computes rotated set i. The launch itself: grid of BM x BN tiles, three row-major views.
     const ts::grid grid{unsigned(ts::cdiv(M, std::int64_t(tile.bm))), unsigned(ts::cdiv(N, std::int64_t(tile.bn)))};
     tb::launch_fn tessel_launch = [&](int i, cudaStream_t s) {
       k.launch(s, grid, ts::view<ts::bf16>(p.A(i), {M, K}), ts::view<ts::bf16>(p.B(i), {N, K}),
                ts::view<ts::bf16>(p.C(i), {M, N}));
     };
+    if (args.flag("no-cublas")) {
+      // For compute-sanitizer: only tessel's kernel runs (cuBLASLt's kernels would be checked too).
+      tessel_launch(0, stream);
+      TB_CUDA(cudaStreamSynchronize(stream));
+      std::printf("  launched once, no cuBLASLt (--no-cublas): nothing checked or timed\n");
+      cudaStreamDestroy(stream);
+      return 0;
+    }
+
+    tb::lt_context lt;
+    tb::lt_gemm cublas(lt, M, N, K, tb::out_type::bf16, tb::epilogue::none, nullptr, int(args.i64("cublas-algos", 1)));
+    tb::select_fastest_algo(cublas, p, stream, &nvml);
+    std::printf("  cuBLASLt: %s\n", cublas.algo_description().c_str());
 
     tb::compare_config cfg;
     cfg.check = check;

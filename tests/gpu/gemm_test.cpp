@@ -230,13 +230,14 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(tb::gemm_shape{200, 300, 72}, tb::gemm_shape{3000, 5000, 2000})),
     ws_param_name);
 
-// Stream-K (StreamK.cpp, options::decomposition stream_k): the kernel splits the k-iterations of
-// the last wave (plus one full wave) evenly among all CTAs where it computes that this pays, and
-// for grids with fewer tiles than SMs every tile among up to 4 CTAs (256x256x8192: 2 tiles of
-// 128x256 on 8 CTAs, 4 parts each). By its rule, on 132 SMs, 128x256 / 128x128 tiles:
-// 1408x4608x2048 198 tiles: split / 396 = 3 x 132: whole; 3000x5000x2000, 4096^3, 8192^3: split;
-// 4096x4096x1024: whole (one k-iteration gained). Heads add the parts in a fixed order: run 2 of
-// every case must be bitwise identical. `dp` (whole tiles) is also `auto`, what the other suites run.
+// Stream-K (StreamK.cpp, options::decomposition stream_k, also what `automatic` gives cooperative
+// 1x1, so the cooperative suites above run it too): the kernel splits the k-iterations of the last
+// wave (plus one full wave) evenly among all CTAs where it computes that this pays, and for grids
+// with fewer tiles than SMs every tile among up to 4 CTAs (256x256x8192: 2 tiles of 128x256 on 8
+// CTAs, 4 parts each). By its rule, on 132 SMs, 128x256 / 128x128 tiles: 1408x4608x2048 198 tiles:
+// split / 396 = 3 x 132: whole; 3000x5000x2000, 8192^3: split; 4096^3: whole / split;
+// 4096x4096x1024: whole. Finishers add the parts in a fixed order: run 2 of every case must be
+// bitwise identical. `dp` is whole tiles.
 using sk_param = std::tuple<ts::decomposition, tb::tile_shape, int, tb::gemm_shape>;
 
 class StreamKGemm : public ::testing::TestWithParam<sk_param> {};

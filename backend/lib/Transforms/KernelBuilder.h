@@ -64,6 +64,11 @@ private:
   /// bounded waits (TESSEL_DEBUG), a wait longer than 4 s prints which
   /// barrier ring (`ring`), stage and parity timed out, then traps.
   void mbarrierWait(Value bar, Value parity, StringRef ring, Value stage);
+  /// Spins until the PTX of probe(n) (asm operands numbered from $n; `decls`
+  /// declares its registers) sets predicate p. With bounded waits, gives up
+  /// after 4 s, prints `what`, `id` and `parity`, and traps.
+  void spinWait(StringRef decls, function_ref<std::string(int)> probe, StringRef constraints,
+                ValueRange operands, StringRef what, Value id, Value parity);
   void reportTimeout(StringRef ring, Value stage, Value parity);
 
   Type mapScalarType(Type t) { return t.isIndex() ? b.getI32Type() : t; }
@@ -178,8 +183,8 @@ private:
   /// Computes `sk` for a persistent walk over `numTiles` tiles (rule set of
   /// StreamK.cpp: stream_k = 1 decides S in the kernel, 2 takes every tile).
   void planStreamK(Value numTiles);
-  /// Unit `w` (i32, in [0, sk.count)) of this CTA: stream-K units first,
-  /// then data-parallel tiles.
+  /// Unit `w` (i32, in [0, sk.count)) of this CTA: stream-K units first (the
+  /// range's first tile last), then data-parallel tiles.
   WorkUnit streamKUnit(Value w);
   /// First iteration (i32) of CTA `cta`'s stream-K range (`ctas` CTAs,
   /// `total` = S * I iterations, i64).
@@ -198,7 +203,7 @@ private:
   void streamKStorePartial(Value acc, Value u);
   /// Waits for CTA `cta`'s flag (one thread) and clears it.
   void streamKWaitFlag(Value cta);
-  /// The head of `tile`: adds the parts of CTAs cta+1 .. owner of its last k.
+  /// The finisher of `tile`: adds the parts of CTAs owner(first k) .. cta-1.
   Value streamKAddPartials(Value acc, Value tile, Value u);
 
   LogicalResult buildElementwise();

@@ -76,40 +76,49 @@ Value KernelBuilder::ptx(StringRef code, StringRef constraints, ValueRange opera
   return result ? asmOp.getResult(0) : Value();
 }
 
-void KernelBuilder::mbarrierWait(Value bar, Value parity, StringRef ring, Value stage) {
+void KernelBuilder::spinWait(StringRef decls, function_ref<std::string(int)> probe,
+                             StringRef constraints, ValueRange operands, StringRef what, Value id,
+                             Value parity) {
   if (!boundedWaits) {
-    // Spin on try_wait.parity (which itself suspends for a while in hardware).
-    ptx("{\n"
-        ".reg .pred p;\n"
-        "WAIT:\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
-        "@!p bra WAIT;\n"
-        "}",
-        "r,r", {bar, parity});
+    ptx(("{\n.reg .pred p;\n" + decls + "WAIT:\n" + probe(0) + "@!p bra WAIT;\n}").str(),
+        constraints, operands);
     return;
   }
   // Bounded: give up after 4 s of %globaltimer and report.
-  Value timedOut = ptx("{\n"
-                       ".reg .pred p;\n"
-                       ".reg .u64 t0, t1;\n"
-                       "mov.u32 $0, 0;\n"
-                       "mov.u64 t0, %globaltimer;\n"
-                       "WAIT:\n"
-                       "mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n"
-                       "@p bra DONE;\n"
-                       "mov.u64 t1, %globaltimer;\n"
-                       "sub.u64 t1, t1, t0;\n"
-                       "setp.lt.u64 p, t1, 4000000000;\n"
-                       "@p bra WAIT;\n"
-                       "mov.u32 $0, 1;\n"
-                       "DONE:\n"
-                       "}",
-                       "=r,r,r", {bar, parity}, b.getI32Type());
+  Value timedOut = ptx(("{\n"
+                        ".reg .pred p;\n"
+                        ".reg .u64 t0, t1;\n" +
+                        decls +
+                        "mov.u32 $0, 0;\n"
+                        "mov.u64 t0, %globaltimer;\n"
+                        "WAIT:\n" +
+                        probe(1) +
+                        "@p bra DONE;\n"
+                        "mov.u64 t1, %globaltimer;\n"
+                        "sub.u64 t1, t1, t0;\n"
+                        "setp.lt.u64 p, t1, 4000000000;\n"
+                        "@p bra WAIT;\n"
+                        "mov.u32 $0, 1;\n"
+                        "DONE:\n"
+                        "}")
+                           .str(),
+                       ("=r," + constraints).str(), operands, b.getI32Type());
   Value failed = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, timedOut, i32(0));
   auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, failed, false);
   OpBuilder::InsertionGuard g(b);
   b.setInsertionPointToStart(ifOp.thenBlock());
-  reportTimeout(ring, stage, parity);
+  reportTimeout(what, id, parity);
+}
+
+void KernelBuilder::mbarrierWait(Value bar, Value parity, StringRef ring, Value stage) {
+  // try_wait.parity itself suspends the thread for a while in hardware.
+  spinWait(
+      "",
+      [](int n) {
+        return "mbarrier.try_wait.parity.shared::cta.b64 p, [$" + std::to_string(n) + "], $" +
+               std::to_string(n + 1) + ";\n";
+      },
+      "r,r", {bar, parity}, ring, stage, parity);
 }
 
 void KernelBuilder::reportTimeout(StringRef ring, Value stage, Value parity) {
@@ -1486,25 +1495,25 @@ LogicalResult KernelBuilder::buildWarpSpecialized() {
       // This consumer's own tile count picks its staging buffers.
       Value local = pingpong ? b.create<arith::DivUIOp>(loc, tileIter, i32(2)).getResult() : tileIter;
       if (streamK) {
-        // StreamK.cpp: a part that does not start the tile goes to the
-        // workspace; the part that starts it adds the others, then stores.
+        // StreamK.cpp: a part that does not end the tile goes to the
+        // workspace; the part that ends it adds the others, then stores.
         Value uThread = b.create<arith::SubIOp>(loc, tid, i32(kThreadsPerWarpgroup));
-        Value contributor = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, u.kBegin, i32(0));
+        Value contributor = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, u.kEnd, nk);
         auto partIf = b.create<scf::IfOp>(loc, TypeRange{}, contributor, /*withElse=*/true);
         OpBuilder::InsertionGuard g3(b);
         b.setInsertionPointToStart(partIf.thenBlock());
         streamKStorePartial(accs[0], uThread);
         b.setInsertionPointToStart(partIf.elseBlock());
-        Value head = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, u.kEnd, nk);
-        auto headIf = b.create<scf::IfOp>(loc, TypeRange{accs[0].getType()}, head, /*withElse=*/true);
+        Value finisher = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, u.kBegin, i32(0));
+        auto sumIf = b.create<scf::IfOp>(loc, TypeRange{accs[0].getType()}, finisher, /*withElse=*/true);
         {
           OpBuilder::InsertionGuard g4(b);
-          b.setInsertionPointToStart(headIf.thenBlock());
+          b.setInsertionPointToStart(sumIf.thenBlock());
           b.create<scf::YieldOp>(loc, streamKAddPartials(accs[0], u.tile, uThread));
-          b.setInsertionPointToStart(headIf.elseBlock());
+          b.setInsertionPointToStart(sumIf.elseBlock());
           b.create<scf::YieldOp>(loc, accs[0]);
         }
-        return emitConsumerEpilogue({headIf.getResult(0)}, firstRowBlock, inWg, consumer, local);
+        return emitConsumerEpilogue({sumIf.getResult(0)}, firstRowBlock, inWg, consumer, local);
       }
       if (!tileValid)
         return emitConsumerEpilogue(accs, firstRowBlock, inWg, consumer, local);

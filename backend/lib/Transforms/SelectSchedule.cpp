@@ -26,10 +26,10 @@
 //      of the TMA-store epilogue in the warp-specialized schedules).
 //   5. Clusters 1x1, 2x1, 1x2, for the persistent schedules only.
 //   6. Decomposition (option `decomposition`, options::decomposition):
-//      `stream-k` (`stream_k = 1`: stream-K for the last wave, or for every
-//      tile of a small grid, where the kernel computes that it pays) needs
-//      cooperative with a 1x1 cluster; `auto` and `data-parallel` are whole
-//      tiles.
+//      `stream_k = 1` (stream-K for the last wave, or for every tile of a
+//      small grid, where the kernel computes that it pays) for cooperative
+//      with a 1x1 cluster under `auto`, required by `stream-k` (an error
+//      elsewhere); `data-parallel` and every other kernel: whole tiles.
 //
 // Schedule `multistage` (cp.async + ldmatrix + mma.sync, MultistageSchedule.cpp)
 // has its own rules:
@@ -173,19 +173,20 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
     //    accumulator layout per CTA tile, summed through the workspace) and
     //    CTAs that are not paired by a cluster (a cluster's CTAs walk their
     //    tiles in lockstep).
-    //    `auto` is data-parallel: stream-K lost on 4 of the 6 large shapes
-    //    of docs/benchmarks.md run 12 (operand reuse in L2 suffers when
-    //    co-resident CTAs work at different k).
+    //    `auto` takes stream-K wherever it can (the kernel still decides
+    //    per launch whether it pays; docs/benchmarks.md run 15).
     bool streamKable = kind == ScheduleKind::cooperative && cx * cy == 1;
     int64_t streamK = 0;
-    if (decomposition == "stream-k") {
+    if (decomposition == "auto") {
+      streamK = streamKable ? 1 : 0;
+    } else if (decomposition == "stream-k") {
       if (!streamKable)
         return m.dot.emitError() << "decomposition stream-k needs schedule 'cooperative' with "
                                     "a 1x1 cluster, got '"
                                  << stringifyScheduleKind(kind) << "' with cluster " << cx << "x"
                                  << cy;
       streamK = 1;
-    } else if (decomposition != "auto" && decomposition != "data-parallel") {
+    } else if (decomposition != "data-parallel") {
       return fn.emitError() << "unknown decomposition '" << decomposition
                             << "' (expected auto, data-parallel or stream-k)";
     }

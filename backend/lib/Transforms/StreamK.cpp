@@ -24,26 +24,39 @@
 //     runtime then launches up to 4 CTAs per tile, at most one per SM), and
 //     only when the longest CTA gets shorter by more than the partial sums
 //     cost: ceil(T / P) * I - ((T - S) / P * I + ceil(S * I / P)) >=
-//     4 + 2 * ceil(P / S) iterations (a partial tile is written and read
-//     once, ~2 iterations each; a tile has up to ceil(P / S) + 1 parts).
-//     Otherwise S = 0: data-parallel.
+//     8 + 2 * ceil(P / S) iterations (a partial tile is written and read
+//     once, ~2 iterations each, a tile has up to ceil(P / S) + 1 parts, and
+//     margin: 4096^3 with 128x256 tiles gains 7 and measured 2% slower,
+//     docs/benchmarks.md run 15). Otherwise S = 0: data-parallel.
 //
-// A CTA's range covers: the end of one tile (its first unit, k from kb > 0),
-// whole tiles, the start of another (its last unit, k to ke < I). The CTA
-// whose unit holds k = 0 of a tile (the "head", which reaches it last: it is
-// the last unit of its range) adds the other parts and runs the epilogue;
-// every other part is a "contributor" (the first unit of its CTA's range):
+// A CTA's range covers: the end of one tile t0 (k from k0 > 0), whole tiles,
+// the start of another (k to ke < I). It processes them in the order
+//   whole tiles, the start of its last tile, the end of t0      (rule S5)
+// (t0 last). The part that ends a tile (k to I, processed last by its CTA)
+// is the "finisher": it adds the other parts and runs the epilogue; every
+// other part of a split tile is a "contributor" (at most one per CTA: only
+// the range's last tile can end before I):
 //
-//   contributor (kb > 0), CTA c:                 head (kb = 0, ke < I), CTA h:
-//     mainloop over [kb, ke)                       mainloop over [0, ke)
-//     slot[c] = accumulators  (st.global.v4)       for c' in h+1 .. owner(last k of the tile)
+//   contributor (ke < I), CTA c:                 finisher (kb > 0, ke = I), CTA f:
+//     mainloop over [kb, ke)                       mainloop over [kb, I)
+//     slot[c] = accumulators  (st.global.v4)       for c' in owner(first k of the tile) .. f-1
 //     fence.acq_rel.gpu                               with a non-empty range:
 //     bar.sync 5 (consumer threads)                   thread 0: spin until flag[c'] != 0
-//     thread 0: st.release.gpu flag[c'] = 1                     (ld.acquire.gpu), flag[c'] = 0
+//     thread 0: st.release.gpu flag[c] = 1                      (ld.acquire.gpu), flag[c'] = 0
 //     (no epilogue)                                   bar.sync 5
 //                                                     acc += slot[c'] (ld.global.cg.v4)
 //                                                   epilogue(acc)
 //
+// Why this order (S5): with contiguous ranges, CTA c's range starts at
+// k0 = c q mod I, so if each CTA began with its first tile's end, co-resident
+// CTAs would run at k offsets spread over the whole K extent and never read
+// the same A / B k-slices at the same time; with operands larger than L2 the
+// stream-K phase then ran from DRAM at about half speed (4096x4096x14336:
+// 0.74x of whole tiles, docs/benchmarks.md run 12). In this order every CTA
+// starts its whole tiles and then its last tile at k = 0, and the end of t0
+// (k0 .. I) at time (q - (I - k0)), i.e. at k = time - (q - I) mod I: the
+// CTAs run at no more than two k offsets at any time.
+
 // Workspace (kernel parameter "workspace:<slot bytes>", one per CUDA stream,
 // CompiledKernel.h): 4 * 1024 bytes of u32 flags (one per CTA), then one
 // slot of BM x BN f32 per CTA. Slot layout: consumer thread u (of W * 128)
@@ -55,18 +68,20 @@
 //       consumer thread stores its fragment and fences at gpu scope
 //       (fence.acq_rel.gpu), then the consumer barrier, then one thread's
 //       release store of the flag.
-//   S2. The head reads a slot only after an acquire load saw its flag set,
-//       then the consumer barrier; it reads through L2 (ld.global.cg), which
-//       holds the contributor's stores (L1 is not coherent across SMs).
-//   S3. Each flag is set once per launch (only a CTA's first unit can start
-//       inside a tile) and consumed once (a tile has one head), and the head
+//   S2. The finisher reads a slot only after an acquire load saw its flag
+//       set, then the consumer barrier; it reads through L2 (ld.global.cg),
+//       which holds the contributor's stores (L1 is not coherent across SMs).
+//   S3. Each flag is set once per launch (a CTA has at most one contributor
+//       part) and consumed once (a tile has one finisher), and the finisher
 //       clears it, so the workspace is all zeros between launches and the
 //       next launch on the stream (stream order) starts clean.
-//   S4. Every wait ends: a contributor's part is the first unit of its CTA
-//       and waits on nothing, so it finishes once its CTA runs, which needs
-//       no other CTA of the kernel to finish (the grid is at most one CTA per
-//       SM). The head waits at the end of its range, when the contributors,
-//       which started their ranges with these parts, are normally long done.
+//   S4. Every wait ends: a CTA's contributor part comes before its finisher
+//       part (S5), so it never waits before publishing; waits go from CTA f
+//       to lower CTAs only (the earlier parts of f's first tile), so there is
+//       no cycle, and every CTA gets an SM without another CTA of the kernel
+//       finishing (the grid is at most one CTA per SM).
+//   S5. Processing order within a range: the range's first tile last; ring
+//       positions follow the processing order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -143,7 +158,7 @@ void KernelBuilder::planStreamK(Value numTiles) {
         b.create<arith::MulIOp>(loc, b.create<arith::DivUIOp>(loc, b.create<arith::SubIOp>(loc, T, s1), ctas), I),
         b.create<arith::TruncIOp>(loc, b.getI32Type(), skIters64));
     Value splits = ceilDiv(ctas, b.create<arith::MaxUIOp>(loc, s1, i32(1)));
-    Value cost = b.create<arith::AddIOp>(loc, i32(4), b.create<arith::MulIOp>(loc, splits, i32(2)));
+    Value cost = b.create<arith::AddIOp>(loc, i32(8), b.create<arith::MulIOp>(loc, splits, i32(2)));
     Value gain = b.create<arith::SubIOp>(loc, dp, hybrid);
     Value use = b.create<arith::AndIOp>(
         loc, b.create<arith::AndIOp>(loc, cmp(P::ugt, s1, i32(0)), cmp(P::sge, I, i32(2))),
@@ -186,11 +201,25 @@ KernelBuilder::WorkUnit KernelBuilder::streamKUnit(Value w) {
                         i32(1)),
                     i32(0));
   Value isSk = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, w, units);
-  // Stream-K unit w: tile firstTile + w, iterations [max(begin, t I), min(end, (t + 1) I)).
-  Value tSk = b.create<arith::AddIOp>(loc, firstTile, w);
+  // Stream-K unit w: tile firstTile + (w + 1) % units (the range's first
+  // tile last, rule S5), iterations [max(begin, t I), min(end, (t + 1) I)).
+  Value rot = b.create<arith::AddIOp>(loc, w, i32(1));
+  rot = sel(b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, rot, units), i32(0), rot);
+  Value tSk = b.create<arith::AddIOp>(loc, firstTile, rot);
   Value tileStart = b.create<arith::MulIOp>(loc, tSk, I);
   Value from = b.create<arith::MaxUIOp>(loc, begin, tileStart);
   Value to = b.create<arith::MinUIOp>(loc, end, b.create<arith::AddIOp>(loc, tileStart, I));
+  // Ring positions in processing order: the first tile's part (length L0)
+  // comes last.
+  Value firstLen = b.create<arith::SubIOp>(
+      loc,
+      b.create<arith::MinUIOp>(
+          loc, end, b.create<arith::MulIOp>(loc, b.create<arith::AddIOp>(loc, firstTile, i32(1)), I)),
+      begin);
+  Value isFirst = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, rot, i32(0));
+  Value baseSk = b.create<arith::SubIOp>(
+      loc, sel(isFirst, b.create<arith::SubIOp>(loc, end, begin), b.create<arith::SubIOp>(loc, from, begin)),
+      firstLen);
   // Data-parallel tile j = w - units: S + cta + j P, after the range's iterations.
   Value j = b.create<arith::SubIOp>(loc, w, units);
   Value tDp = b.create<arith::AddIOp>(loc, b.create<arith::AddIOp>(loc, sk.tiles, cta),
@@ -201,7 +230,7 @@ KernelBuilder::WorkUnit KernelBuilder::streamKUnit(Value w) {
   u.tile = sel(isSk, tSk, tDp);
   u.kBegin = sel(isSk, b.create<arith::SubIOp>(loc, from, tileStart), i32(0));
   u.kEnd = sel(isSk, b.create<arith::SubIOp>(loc, to, tileStart), I);
-  u.base = sel(isSk, b.create<arith::SubIOp>(loc, from, begin), baseDp);
+  u.base = sel(isSk, baseSk, baseDp);
   return u;
 }
 
@@ -252,41 +281,12 @@ void KernelBuilder::streamKStorePartial(Value acc, Value u) {
 
 void KernelBuilder::streamKWaitFlag(Value cta) {
   Value flag = streamKFlag(cta);
-  if (!boundedWaits) {
-    ptx("{\n"
-        ".reg .pred p;\n"
-        ".reg .b32 f;\n"
-        "WAIT:\n"
-        "ld.acquire.gpu.global.u32 f, [$0];\n"
-        "setp.eq.u32 p, f, 0;\n"
-        "@p bra WAIT;\n"
-        "}",
-        "l", {flag});
-  } else {
-    Value timedOut = ptx("{\n"
-                         ".reg .pred p;\n"
-                         ".reg .b32 f;\n"
-                         ".reg .u64 t0, t1;\n"
-                         "mov.u32 $0, 0;\n"
-                         "mov.u64 t0, %globaltimer;\n"
-                         "WAIT:\n"
-                         "ld.acquire.gpu.global.u32 f, [$1];\n"
-                         "setp.ne.u32 p, f, 0;\n"
-                         "@p bra DONE;\n"
-                         "mov.u64 t1, %globaltimer;\n"
-                         "sub.u64 t1, t1, t0;\n"
-                         "setp.lt.u64 p, t1, 4000000000;\n"
-                         "@p bra WAIT;\n"
-                         "mov.u32 $0, 1;\n"
-                         "DONE:\n"
-                         "}",
-                         "=r,l", {flag}, b.getI32Type());
-    Value failed = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, timedOut, i32(0));
-    auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, failed, false);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    reportTimeout("stream-K flag (CTA)", cta, i32(1));
-  }
+  spinWait(
+      ".reg .b32 f;\n",
+      [](int n) {
+        return "ld.acquire.gpu.global.u32 f, [$" + std::to_string(n) + "];\nsetp.ne.u32 p, f, 0;\n";
+      },
+      "l", {flag}, "stream-K flag (CTA)", cta, i32(1));
   // Rule S3: consumed once; the next launch finds it clear.
   ptx("st.relaxed.gpu.global.u32 [$0], 0;", "l", {flag});
 }
@@ -294,18 +294,17 @@ void KernelBuilder::streamKWaitFlag(Value cta) {
 Value KernelBuilder::streamKAddPartials(Value acc, Value tile, Value u) {
   auto i64v = [&](Value v) { return b.create<arith::ExtUIOp>(loc, b.getI64Type(), v); };
   Value cta = streamKCta(), ctas = streamKCtas(), total = streamKTotal();
-  // owner(g) = floor(((g + 1) P - 1) / N): the CTA whose range holds iteration g.
-  Value lastIter = b.create<arith::SubIOp>(
-      loc, b.create<arith::MulIOp>(loc, b.create<arith::AddIOp>(loc, tile, i32(1)), nk), i32(1));
+  // owner(g) = floor(((g + 1) P - 1) / N): the CTA whose range holds
+  // iteration g. The tile's earlier parts: CTAs owner(tile I) .. cta - 1.
+  Value firstIter = b.create<arith::MulIOp>(loc, tile, nk);
   Value owner64 = b.create<arith::DivUIOp>(
       loc,
       b.create<arith::SubIOp>(
-          loc, b.create<arith::MulIOp>(loc, b.create<arith::AddIOp>(loc, i64v(lastIter), i64(1)), i64v(ctas)),
+          loc, b.create<arith::MulIOp>(loc, b.create<arith::AddIOp>(loc, i64v(firstIter), i64(1)), i64v(ctas)),
           i64(1)),
       total);
-  Value last = b.create<arith::TruncIOp>(loc, b.getI32Type(), owner64);
-  Value from = b.create<arith::AddIOp>(loc, cta, i32(1));
-  Value to = b.create<arith::AddIOp>(loc, last, i32(1));
+  Value from = b.create<arith::TruncIOp>(loc, b.getI32Type(), owner64);
+  Value to = cta;
   auto loop = b.create<scf::ForOp>(loc, from, to, i32(1), ValueRange{acc});
   OpBuilder::InsertionGuard g(b);
   b.setInsertionPointToStart(loop.getBody());

@@ -6,7 +6,9 @@
 // RUN: FileCheck %s --input-file=%t/sk/gemm.ptx
 // RUN: FileCheck %s --check-prefix=LOG --input-file=%t/sk/ptxas.log
 // RUN: tessel-compile %inputs/gemm_128x256.mlir --schedule cooperative --dump-dir %t/auto
-// RUN: FileCheck %s --check-prefix=DP --input-file=%t/auto/gemm.ptx
+// RUN: FileCheck %s --input-file=%t/auto/gemm.ptx
+// RUN: tessel-compile %inputs/gemm_128x256.mlir --schedule cooperative --decomposition data-parallel --dump-dir %t/dp
+// RUN: FileCheck %s --check-prefix=DP --input-file=%t/dp/gemm.ptx
 // RUN: FileCheck %s --check-prefix=SCHED --input-file=%t/sk/02-scheduled.mlir
 
 // SCHED: stream_k = 1>
@@ -22,7 +24,7 @@
 // CHECK-DAG: ld.acquire.gpu.global.u32
 // CHECK-DAG: st.relaxed.gpu.global.u32 [{{.*}}], 0;
 // CHECK-DAG: ld.global.cg.v4.f32
-// The default (auto: data-parallel) has none of it.
+// The data-parallel kernel has none of it.
 // DP-NOT: gemm_param_22
 // DP-NOT: ld.acquire.gpu
 // LOG: 0 bytes spill stores, 0 bytes spill loads

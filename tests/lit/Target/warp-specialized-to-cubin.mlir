@@ -46,7 +46,7 @@
 // Persistent: the tile loop strides by the launched grid.
 // PERSISTENT-DAG: %nctaid.x
 
-// RASTER: raster = 16>
+// RASTER: raster = 16, stream_k = 1>
 // LOG: 0 bytes spill stores, 0 bytes spill loads
 // LOG-NOT: C7508
 // LOG-NOT: C7514

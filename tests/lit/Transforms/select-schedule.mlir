@@ -9,14 +9,16 @@
 // RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="schedule=tma decomposition=stream-k" 2>&1 | FileCheck %s --check-prefix=BADSK
 // RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="decomposition=sideways" 2>&1 | FileCheck %s --check-prefix=BADDECOMP
 
-// COOP: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 3, warpgroups = 2, swizzle = 128>
+// Cooperative with a 1x1 cluster takes stream-K by default (the kernel decides
+// per launch whether it pays).
+// COOP: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 3, warpgroups = 2, swizzle = 128, stream_k = 1>
 // DP: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128>
 // SK: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128, stream_k = 1>
 // CLUSTERDP: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128, cluster = [2, 1]>
 // BADSK: decomposition stream-k needs schedule 'cooperative' with a 1x1 cluster, got 'tma' with cluster 1x1
 // BADDECOMP: unknown decomposition 'sideways' (expected auto, data-parallel or stream-k)
 // The raster group is printed only when it is not the default.
-// RASTER: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128, raster = 16>
+// RASTER: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128, raster = 16, stream_k = 1>
 // BADRASTER: option raster-group (options::raster_group) must be in [0, 1024] (0: the default, 8), got -1
 // PINGPONG: schedule 'pingpong' keeps a whole tile per consumer warpgroup: BM x BN must be at most 128 x 128 (or 64 x 256), got 128 x 256
 

@@ -25,17 +25,16 @@ public:
 enum class schedule : std::uint8_t { automatic, tma, multistage, warp_specialized, cooperative, pingpong };
 
 /// How the persistent schedules split the GEMM's tiles among their CTAs (about one per SM):
-///   automatic      whole tiles (data-parallel), for now: stream-K measured slower than
-///                  whole tiles on 4 of the 6 large shapes of docs/benchmarks.md (run 12);
+///   automatic      `cooperative` with a 1x1 cluster: stream_k; every other schedule (and
+///                  clusters): data_parallel;
 ///   data_parallel  whole tiles: tile i is computed by CTA i % CTAs, and the tiles of a last,
 ///                  partial wave leave the other SMs idle;
 ///   stream_k       `cooperative` with a 1x1 cluster: the k-iterations of the last wave plus
 ///                  one full wave (or of every tile, when there are fewer tiles than SMs) are
 ///                  split evenly among the CTAs, where the kernel computes that this shortens
-///                  the longest CTA by more than the partial sums cost. Wins on 8192^3,
-///                  16384x8192x1024 (128x256) and small-M shapes (128x8192x8192: 1.6x);
-///                  loses where co-resident CTAs working at different k lose L2 reuse
-///                  (4096x4096x14336: 0.74x of whole tiles).
+///                  the longest CTA by more than the partial sums cost (docs/benchmarks.md
+///                  run 15: +1-4% on most large shapes with 128x256 tiles, 1.6x on
+///                  128x8192x8192).
 /// Split tiles are summed through a workspace the runtime keeps per CUDA stream.
 enum class decomposition : std::uint8_t { automatic, data_parallel, stream_k };
 
