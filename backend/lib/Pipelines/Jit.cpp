@@ -37,9 +37,16 @@ std::map<std::string, std::shared_ptr<tessel::detail::kernel_impl>> &cache() {
   return c;
 }
 
-std::string cacheKey(mlir::ModuleOp module, const tessel::options &o) {
+/// Every option is part of the key, `dump_dir` and `verbose` included (as
+/// resolved with TESSEL_DUMP_DIR / TESSEL_VERBOSE): launch-time variants are
+/// compiled later with the options of the call that built the kernel, so a
+/// caller asking for another dump directory or for logs gets its own kernel
+/// rather than one that dumps and logs where the first caller asked.
+std::string cacheKey(mlir::ModuleOp module, const tessel::options &o, const std::string &dumpDir,
+                     bool verbose) {
   std::string key;
   llvm::raw_string_ostream os(key);
+  os << "dump=" << dumpDir.size() << ":" << dumpDir << ";verbose=" << verbose << ";";
   os << "schedule=" << tessel::scheduleName(o.schedule) << ";stages=" << o.stages
      << ";cluster=" << o.cluster[0] << "x" << o.cluster[1] << ";swizzle=" << o.swizzle << ";raster=" << o.raster_group
      << ";decomposition=" << tessel::decompositionName(o.decomposition)
@@ -137,7 +144,7 @@ std::shared_ptr<kernel_impl> finish_and_compile(const options &o) {
   std::string dumpDir = !o.dump_dir.empty() ? o.dump_dir : knobs.dumpDir;
   bool verbose = o.verbose || knobs.verbose;
 
-  std::string key = cacheKey(*traced->module, o);
+  std::string key = cacheKey(*traced->module, o, dumpDir, verbose);
   std::shared_ptr<kernel_impl> k;
   if (!knobs.disableCache) {
     std::lock_guard<std::mutex> lock(cacheMutex);

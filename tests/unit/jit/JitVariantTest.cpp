@@ -103,6 +103,22 @@ TEST_F(JitVariants, MisalignedOperandCompilesTheMultistageVariantOnceWithANote) 
   EXPECT_FALSE(fs::exists(dir / "variant-multistage"));
 }
 
+TEST_F(JitVariants, CachedKernelsDumpVariantsWhereTheirCallerAsked) {
+  // With the in-memory cache on, the same kernel jitted with two dump directories: the variant of
+  // the second one is dumped into the second directory, not the first.
+  ScopedEnv cached{"TESSEL_DISABLE_CACHE", std::nullopt};
+  auto jitTo = [](const fs::path& d) {
+    return ts::jit(examples::gemm<128, 128, 64>{}, {.schedule = ts::schedule::tma, .stages = 3, .dump_dir = d.string()});
+  };
+  ts::kernel first = jitTo(dir / "first");
+  ts::kernel second = jitTo(dir / "second");
+  ts::kernel again = jitTo(dir / "second");  // a cache hit: dumps its stages again
+  launch(second, A(0x7f0000100002), B(), C());
+  EXPECT_TRUE(fs::exists(dir / "second" / "variant-multistage" / "02-scheduled.mlir"));
+  EXPECT_FALSE(fs::exists(dir / "first" / "variant-multistage"));
+  EXPECT_TRUE(fs::exists(dir / "first" / "02-scheduled.mlir"));
+}
+
 TEST_F(JitVariants, FallbackDropsTheTmaSwizzle) {
   // options::swizzle is for TMA-fed tiles; multistage has its own XOR swizzle and rejects one.
   ts::kernel k = jit(ts::schedule::tma, /*verbose=*/false, /*swizzle=*/64);
