@@ -11,8 +11,11 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
 #include <map>
+#include <mutex>
+#include <thread>
+#include <tuple>
+#include <vector>
 
 #include "tessel/Runtime/CudaDriver.h"
 #include "tessel/Runtime/Env.h"
@@ -350,35 +353,38 @@ void checkDevicePointers(const CudaDriver& d, const CompiledKernel& k, std::span
 }
 
 /// The stream-K workspace of (context, stream): CompiledKernel::kStreamKFlagBytes of flags,
-/// then the CTAs' partial-tile slots. Allocated zeroed on first use and grown (never shrunk);
-/// the kernels leave the flags zero. One per stream, so that launches on different streams
-/// never share one; launches on one stream are ordered. (A stream handle reused after
-/// cuStreamDestroy while the old stream's kernels still run would share it.)
+/// then one partial-tile slot per CTA, for the most CTAs a launch can have (`bytes`). Allocated
+/// zeroed on first use; the kernels leave the flags zero. One per stream, so that launches on
+/// different streams never share one, while launches on one stream are ordered; the per-thread
+/// default stream (CU_STREAM_PER_THREAD) is a different stream in each host thread, so it is
+/// keyed by thread too. A kernel with larger tiles gets a larger buffer; the smaller one is kept
+/// (never freed: an earlier launch, or a CUDA graph captured earlier, may still use it).
+/// Allocating synchronizes the context (the zeroing runs on the legacy stream, which a
+/// non-blocking stream does not wait for), so the first stream-K launch on a stream, and the
+/// first with larger tiles, must not be captured into a CUDA graph. (A stream handle reused
+/// after cuStreamDestroy while the old stream's kernels still run would share the buffer.)
 CUdeviceptr streamWorkspace(const CudaDriver& d, CUcontext ctx, CUstream s, std::uint64_t bytes,
                             const std::string& kernelName) {
   struct Buffer {
     CUdeviceptr ptr = 0;
     std::uint64_t bytes = 0;
   };
+  using Key = std::tuple<CUcontext, CUstream, std::thread::id>;
   static std::mutex mutex;
-  static std::map<std::pair<CUcontext, CUstream>, Buffer> buffers;
+  static std::map<Key, Buffer> buffers;
+  static std::vector<CUdeviceptr> retired;
+  const std::thread::id thread = s == CU_STREAM_PER_THREAD ? std::this_thread::get_id() : std::thread::id();
   std::lock_guard<std::mutex> lock(mutex);
-  Buffer& buf = buffers[{ctx, s}];
+  Buffer& buf = buffers[Key{ctx, s, thread}];
   if (buf.bytes >= bytes)
     return buf.ptr;
-  if (buf.ptr) {
-    // Kernels queued on this stream may still use the old buffer.
-    checkCuda(d.cuStreamSynchronize(s), "cuStreamSynchronize (growing the stream-K workspace)", kernelName);
-    checkCuda(d.cuMemFree(buf.ptr), "cuMemFree (growing the stream-K workspace)", kernelName);
-    buf = {};
-  }
   CUdeviceptr ptr = 0;
   checkCuda(d.cuMemAlloc(&ptr, bytes), "cuMemAlloc (stream-K workspace of " + std::to_string(bytes) + " bytes)",
             kernelName);
-  // cuMemsetD8 runs on the legacy stream, which a non-blocking `s` does not wait for:
-  // finish it before any kernel can see the buffer.
   checkCuda(d.cuMemsetD8(ptr, 0, bytes), "cuMemsetD8 (stream-K workspace)", kernelName);
   checkCuda(d.cuCtxSynchronize(), "cuCtxSynchronize (stream-K workspace)", kernelName);
+  if (buf.ptr)
+    retired.push_back(buf.ptr);
   buf = {ptr, bytes};
   return ptr;
 }
@@ -494,7 +500,10 @@ void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_ar
       ctas = std::min<std::uint64_t>({static_cast<std::uint64_t>(sms), tiles * 4,
                                       CompiledKernel::kMaxStreamKCtas});
       ctas = std::max<std::uint64_t>(ctas, 1);
-      CUdeviceptr ws = streamWorkspace(d, ctx, s, CompiledKernel::kStreamKFlagBytes + ctas * k.workspaceSlotBytes,
+      // Sized for the most CTAs any launch of this kernel can have, so that smaller grids
+      // first do not make larger ones reallocate.
+      const std::uint64_t most = std::min<std::uint64_t>(sms, CompiledKernel::kMaxStreamKCtas);
+      CUdeviceptr ws = streamWorkspace(d, ctx, s, CompiledKernel::kStreamKFlagBytes + most * k.workspaceSlotBytes,
                                        k.name);
       for (size_t i = 0; i < plan.size(); ++i)
         if (plan[i].kind == ParamSpec::Kind::Workspace)

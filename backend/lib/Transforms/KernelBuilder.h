@@ -65,10 +65,11 @@ private:
   /// barrier ring (`ring`), stage and parity timed out, then traps.
   void mbarrierWait(Value bar, Value parity, StringRef ring, Value stage);
   /// Spins until the PTX of probe(n) (asm operands numbered from $n; `decls`
-  /// declares its registers) sets predicate p. With bounded waits, gives up
-  /// after 4 s, prints `what`, `id` and `parity`, and traps.
-  void spinWait(StringRef decls, function_ref<std::string(int)> probe, StringRef constraints,
-                ValueRange operands, StringRef what, Value id, Value parity);
+  /// declares its registers) sets predicate p (`doneIfP`) or clears it. With
+  /// bounded waits, gives up after 4 s, prints `what`, `id` and `parity`, and
+  /// traps.
+  void spinWait(StringRef decls, function_ref<std::string(int)> probe, bool doneIfP,
+                StringRef constraints, ValueRange operands, StringRef what, Value id, Value parity);
   void reportTimeout(StringRef ring, Value stage, Value parity);
 
   Type mapScalarType(Type t) { return t.isIndex() ? b.getI32Type() : t; }
@@ -180,8 +181,8 @@ private:
   struct WorkUnit {
     Value tile, kBegin, kEnd, base;
   };
-  /// Computes `sk` for a persistent walk over `numTiles` tiles (rule set of
-  /// StreamK.cpp: stream_k = 1 decides S in the kernel, 2 takes every tile).
+  /// Computes `sk` for a persistent walk over `numTiles` tiles (StreamK.cpp:
+  /// the kernel decides S, the tiles of the stream-K phase).
   void planStreamK(Value numTiles);
   /// Unit `w` (i32, in [0, sk.count)) of this CTA: stream-K units first (the
   /// range's first tile last), then data-parallel tiles.

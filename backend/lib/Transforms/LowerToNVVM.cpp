@@ -76,11 +76,12 @@ Value KernelBuilder::ptx(StringRef code, StringRef constraints, ValueRange opera
   return result ? asmOp.getResult(0) : Value();
 }
 
-void KernelBuilder::spinWait(StringRef decls, function_ref<std::string(int)> probe,
+void KernelBuilder::spinWait(StringRef decls, function_ref<std::string(int)> probe, bool doneIfP,
                              StringRef constraints, ValueRange operands, StringRef what, Value id,
                              Value parity) {
+  StringRef waiting = doneIfP ? "@!p" : "@p", done = doneIfP ? "@p" : "@!p";
   if (!boundedWaits) {
-    ptx(("{\n.reg .pred p;\n" + decls + "WAIT:\n" + probe(0) + "@!p bra WAIT;\n}").str(),
+    ptx(("{\n.reg .pred p;\n" + decls + "WAIT:\n" + probe(0) + waiting + " bra WAIT;\n}").str(),
         constraints, operands);
     return;
   }
@@ -92,8 +93,8 @@ void KernelBuilder::spinWait(StringRef decls, function_ref<std::string(int)> pro
                         "mov.u32 $0, 0;\n"
                         "mov.u64 t0, %globaltimer;\n"
                         "WAIT:\n" +
-                        probe(1) +
-                        "@p bra DONE;\n"
+                        probe(1) + done +
+                        " bra DONE;\n"
                         "mov.u64 t1, %globaltimer;\n"
                         "sub.u64 t1, t1, t0;\n"
                         "setp.lt.u64 p, t1, 4000000000;\n"
@@ -118,7 +119,7 @@ void KernelBuilder::mbarrierWait(Value bar, Value parity, StringRef ring, Value 
         return "mbarrier.try_wait.parity.shared::cta.b64 p, [$" + std::to_string(n) + "], $" +
                std::to_string(n + 1) + ";\n";
       },
-      "r,r", {bar, parity}, ring, stage, parity);
+      /*doneIfP=*/true, "r,r", {bar, parity}, ring, stage, parity);
 }
 
 void KernelBuilder::reportTimeout(StringRef ring, Value stage, Value parity) {
@@ -493,6 +494,9 @@ LogicalResult KernelBuilder::buildSignature() {
   }
   // Stream-K: the workspace (StreamK.cpp), "workspace:<bytes of one slot>".
   bool streamK = gemm && sched && sched.getStreamk() != 0;
+  if (sched && sched.getStreamk() != 0 && sched.getStreamk() != 1)
+    return fn.emitError() << "stream_k must be 0 (whole tiles) or 1 (stream-K), got "
+                          << sched.getStreamk();
   if (streamK) {
     if (sched.getKind() != ScheduleKind::cooperative || clusterSize != 1)
       return fn.emitError("stream_k needs schedule 'cooperative' with a 1x1 cluster");

@@ -97,6 +97,9 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
       return fn.emitError() << "option raster-group (options::raster_group) must be in [0, 1024] "
                                "(0: the default, 8), got "
                             << static_cast<int64_t>(rasterGroup);
+    if (decomposition != "auto" && decomposition != "data-parallel" && decomposition != "stream-k")
+      return fn.emitError() << "unknown decomposition '" << decomposition
+                            << "' (expected auto, data-parallel or stream-k)";
     if (kind == ScheduleKind::multistage) {
       if (decomposition == "stream-k")
         return m.dot.emitError() << "decomposition stream-k needs schedule 'cooperative' with "
@@ -186,9 +189,6 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
                                  << stringifyScheduleKind(kind) << "' with cluster " << cx << "x"
                                  << cy;
       streamK = 1;
-    } else if (decomposition != "data-parallel") {
-      return fn.emitError() << "unknown decomposition '" << decomposition
-                            << "' (expected auto, data-parallel or stream-k)";
     }
     // One m64 row block per warpgroup.
     auto attr = ScheduleAttr::get(fn.getContext(), kind, {m.tileM, m.tileN, m.tileK}, s,

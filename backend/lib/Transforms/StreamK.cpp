@@ -78,8 +78,9 @@
 //   S4. Every wait ends: a CTA's contributor part comes before its finisher
 //       part (S5), so it never waits before publishing; waits go from CTA f
 //       to lower CTAs only (the earlier parts of f's first tile), so there is
-//       no cycle, and every CTA gets an SM without another CTA of the kernel
-//       finishing (the grid is at most one CTA per SM).
+//       no cycle; and a lower CTA is dispatched no later than f (CTAs start
+//       in index order), so it holds an SM or has finished whenever f waits,
+//       even when other kernels occupy some SMs.
 //   S5. Processing order within a range: the range's first tile last; ring
 //       positions follow the processing order.
 //
@@ -284,9 +285,9 @@ void KernelBuilder::streamKWaitFlag(Value cta) {
   spinWait(
       ".reg .b32 f;\n",
       [](int n) {
-        return "ld.acquire.gpu.global.u32 f, [$" + std::to_string(n) + "];\nsetp.ne.u32 p, f, 0;\n";
+        return "ld.acquire.gpu.global.u32 f, [$" + std::to_string(n) + "];\nsetp.eq.u32 p, f, 0;\n";
       },
-      "l", {flag}, "stream-K flag (CTA)", cta, i32(1));
+      /*doneIfP=*/false, "l", {flag}, "stream-K flag (CTA)", cta, i32(1));
   // Rule S3: consumed once; the next launch finds it clear.
   ptx("st.relaxed.gpu.global.u32 [$0], 0;", "l", {flag});
 }

@@ -39,9 +39,10 @@ def TesselSelectSchedule : Pass<"tessel-select-schedule", "mlir::ModuleOp"> {
     Option<"rasterGroup", "raster-group", "int64_t", /*default=*/"0",
            "rows of tiles per group of the grouped raster order (0: 8; options::raster_group)">,
     Option<"decomposition", "decomposition", "std::string", /*default=*/"\"auto\"",
-           "how persistent CTAs split the tiles: auto and data-parallel (whole tiles), "
-           "stream-k (the last wave's k-iterations split among all CTAs where it pays; "
-           "cooperative, 1x1 cluster) (options::decomposition)">,
+           "how persistent CTAs split the tiles: stream-k (the last wave's k-iterations split "
+           "among all CTAs where it pays; cooperative with a 1x1 cluster only), data-parallel "
+           "(whole tiles), auto (stream-k where allowed, else data-parallel) "
+           "(options::decomposition)">,
   ];
   let dependentDialects = ["mlir::tessel::TesselDialect"];
 }

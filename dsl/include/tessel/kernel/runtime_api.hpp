@@ -26,7 +26,7 @@ enum class schedule : std::uint8_t { automatic, tma, multistage, warp_specialize
 
 /// How the persistent schedules split the GEMM's tiles among their CTAs (about one per SM):
 ///   automatic      `cooperative` with a 1x1 cluster: stream_k; every other schedule (and
-///                  clusters): data_parallel;
+///                  clusters): data_parallel (asking for stream_k there is an error);
 ///   data_parallel  whole tiles: tile i is computed by CTA i % CTAs, and the tiles of a last,
 ///                  partial wave leave the other SMs idle;
 ///   stream_k       `cooperative` with a 1x1 cluster: the k-iterations of the last wave plus
