@@ -187,6 +187,8 @@ private:
   /// Unit `w` (i32, in [0, sk.count)) of this CTA: stream-K units first (the
   /// range's first tile last), then data-parallel tiles.
   WorkUnit streamKUnit(Value w);
+  /// (first tile, number of units) of the stream-K range [begin, end).
+  std::pair<Value, Value> streamKTiles(Value begin, Value end);
   /// First iteration (i32) of CTA `cta`'s stream-K range (`ctas` CTAs,
   /// `total` = S * I iterations, i64).
   Value streamKStart(Value cta, Value ctas, Value total);

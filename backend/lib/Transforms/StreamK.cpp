@@ -99,8 +99,10 @@ using namespace mlir::tessel;
 namespace mlir::tessel::lowering {
 
 namespace {
-constexpr int64_t kFlagBytes = 4 * 1024; // CompiledKernel::kStreamKFlagBytes
-constexpr int64_t kStreamKBarrier = 5;   // named barrier of all consumer threads
+// The runtime allocates the workspace: flags first, then the slots. Must equal
+// CompiledKernel::kStreamKFlagBytes (a runtime header the passes do not see).
+constexpr int64_t kFlagBytes = 4 * 1024;
+constexpr int64_t kStreamKBarrier = 5; // named barrier of all consumer threads
 } // namespace
 
 // Register pressure: the consumers' 128-register accumulators leave no room
@@ -124,6 +126,18 @@ Value KernelBuilder::streamKStart(Value cta, Value ctas, Value total) {
   Value p64 = b.create<arith::ExtUIOp>(loc, b.getI64Type(), ctas);
   Value s = b.create<arith::DivUIOp>(loc, b.create<arith::MulIOp>(loc, c64, total), p64);
   return b.create<arith::TruncIOp>(loc, b.getI32Type(), s);
+}
+
+std::pair<Value, Value> KernelBuilder::streamKTiles(Value begin, Value end) {
+  // Units of the range [begin, end): tiles begin / I .. (end - 1) / I, none
+  // when it is empty.
+  Value safeI = b.create<arith::MaxUIOp>(loc, nk, i32(1));
+  Value firstTile = b.create<arith::DivUIOp>(loc, begin, safeI);
+  Value lastTile = b.create<arith::DivUIOp>(loc, b.create<arith::SubIOp>(loc, end, i32(1)), safeI);
+  Value units = b.create<arith::SelectOp>(
+      loc, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ugt, end, begin),
+      b.create<arith::AddIOp>(loc, b.create<arith::SubIOp>(loc, lastTile, firstTile), i32(1)), i32(0));
+  return {firstTile, units};
 }
 
 void KernelBuilder::planStreamK(Value numTiles) {
@@ -172,12 +186,7 @@ void KernelBuilder::planStreamK(Value numTiles) {
   Value total = streamKTotal();
   Value begin = streamKStart(cta, ctas, total);
   Value end = streamKStart(b.create<arith::AddIOp>(loc, cta, i32(1)), ctas, total);
-  Value safeI = b.create<arith::MaxUIOp>(loc, I, i32(1));
-  Value firstTile = b.create<arith::DivUIOp>(loc, begin, safeI);
-  Value lastTile = b.create<arith::DivUIOp>(loc, b.create<arith::SubIOp>(loc, end, i32(1)), safeI);
-  Value units = sel(cmp(P::ugt, end, begin),
-                    b.create<arith::AddIOp>(loc, b.create<arith::SubIOp>(loc, lastTile, firstTile), i32(1)),
-                    i32(0));
+  Value units = streamKTiles(begin, end).second;
   Value firstDp = b.create<arith::AddIOp>(loc, S, cta);
   Value dpTiles = sel(cmp(P::ugt, T, firstDp), ceilDiv(b.create<arith::SubIOp>(loc, T, firstDp), ctas), i32(0));
   sk.count = b.create<arith::AddIOp>(loc, units, dpTiles);
@@ -190,17 +199,7 @@ KernelBuilder::WorkUnit KernelBuilder::streamKUnit(Value w) {
   Value I = nk;
   Value cta = streamKCta(), ctas = streamKCtas();
   Value begin = sk.begin, end = sk.end;
-  Value safeI = b.create<arith::MaxUIOp>(loc, I, i32(1));
-  Value firstTile = b.create<arith::DivUIOp>(loc, begin, safeI);
-  // Units of the range: end > begin, tiles firstTile .. (end - 1) / I.
-  Value units = sel(b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ugt, end, begin),
-                    b.create<arith::AddIOp>(
-                        loc,
-                        b.create<arith::SubIOp>(
-                            loc, b.create<arith::DivUIOp>(loc, b.create<arith::SubIOp>(loc, end, i32(1)), safeI),
-                            firstTile),
-                        i32(1)),
-                    i32(0));
+  auto [firstTile, units] = streamKTiles(begin, end);
   Value isSk = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, w, units);
   // Stream-K unit w: tile firstTile + (w + 1) % units (the range's first
   // tile last, rule S5), iterations [max(begin, t I), min(end, (t + 1) I)).
