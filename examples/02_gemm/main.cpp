@@ -32,8 +32,8 @@ constexpr const char* kUsage = R"(usage: tessel-gemm [options]
                       and pingpong                                                          (default 1x1)
   --swizzle S         shared-memory swizzle of A and B: auto, none, 32, 64, 128 (bytes);
                       narrower than 128 loads each tile as several TMA boxes             (default auto)
-  --decomposition D   auto (sk for cooperative 1x1, else dp), dp (whole tiles), sk (stream-K
-                      for the last wave where it pays; cooperative 1x1)                   (default auto)
+  --decomposition D   auto (sk for cooperative / pingpong 1x1, else dp), dp (whole tiles), sk
+                      (stream-K for the last wave where it pays; cooperative / pingpong 1x1) (default auto)
   --dump-dir DIR      write every compilation stage to DIR
   --no-run            trace + compile only (no GPU needed); writes the stages to DIR
                       (default DIR: ./tessel-gemm-dump)

@@ -288,6 +288,58 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(tb::gemm_shape{200, 300, 72}, tb::gemm_shape{3000, 5000, 2000})),
     sk_param_name);
 
+// Stream-K on pingpong (128x128: a whole tile per consumer warpgroup, whose 128 threads write and
+// add the partial tiles; units alternate between the consumers). Same shapes and rules as above.
+using pingpong_sk_param = std::tuple<ts::decomposition, int, tb::gemm_shape>;
+
+class PingpongStreamKGemm : public ::testing::TestWithParam<pingpong_sk_param> {};
+
+TEST_P(PingpongStreamKGemm, MatchesReference) {
+  TESSEL_REQUIRE_GPU();
+  const auto& [decomposition, stages, shape] = GetParam();
+  check_gemm(tb::gemm_variant::plain, tb::tile_shape{128, 128, 64}, stages, shape, ts::schedule::pingpong, {1, 1},
+             decomposition);
+}
+
+class PingpongStreamKGemmBiasRelu : public ::testing::TestWithParam<pingpong_sk_param> {};
+
+TEST_P(PingpongStreamKGemmBiasRelu, MatchesReference) {
+  TESSEL_REQUIRE_GPU();
+  const auto& [decomposition, stages, shape] = GetParam();
+  check_gemm(tb::gemm_variant::bias_relu, tb::tile_shape{128, 128, 64}, stages, shape, ts::schedule::pingpong,
+             {1, 1}, decomposition);
+}
+
+std::string pingpong_sk_param_name(const ::testing::TestParamInfo<pingpong_sk_param>& info) {
+  const auto& [decomposition, stages, shape] = info.param;
+  return tb::decomposition_str(decomposition) + "_s" + std::to_string(stages) + "_" + shape.str();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, PingpongStreamKGemm,
+    ::testing::Combine(::testing::Values(ts::decomposition::stream_k, ts::decomposition::data_parallel),
+                       ::testing::Values(2, 4),
+                       ::testing::Values(tb::gemm_shape{128, 128, 64}, tb::gemm_shape{7, 9, 8},
+                                         tb::gemm_shape{200, 300, 72}, tb::gemm_shape{129, 257, 136},
+                                         tb::gemm_shape{256, 256, 8192}, tb::gemm_shape{64, 4096, 4096},
+                                         tb::gemm_shape{1000, 1000, 1000}, tb::gemm_shape{3000, 5000, 2000},
+                                         tb::gemm_shape{1408, 4608, 2048}, tb::gemm_shape{4096, 4096, 1024})),
+    pingpong_sk_param_name);
+
+INSTANTIATE_TEST_SUITE_P(
+    Large, PingpongStreamKGemm,
+    ::testing::Combine(::testing::Values(ts::decomposition::stream_k), ::testing::Values(4),
+                       ::testing::Values(tb::gemm_shape{4096, 4096, 4096}, tb::gemm_shape{8192, 8192, 8192},
+                                         tb::gemm_shape{16384, 8192, 1024}, tb::gemm_shape{128, 8192, 8192},
+                                         tb::gemm_shape{4096, 14336, 4096})),
+    pingpong_sk_param_name);
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, PingpongStreamKGemmBiasRelu,
+    ::testing::Combine(::testing::Values(ts::decomposition::stream_k), ::testing::Values(4),
+                       ::testing::Values(tb::gemm_shape{200, 300, 72}, tb::gemm_shape{3000, 5000, 2000})),
+    pingpong_sk_param_name);
+
 // Clusters of two CTAs with TMA multicast of the shared operand (B for 2x1, A for 1x2), on the
 // persistent schedules; odd tile counts leave a cluster partner without a tile of its own.
 using cluster_param = std::tuple<ts::schedule, std::array<int, 2>, tb::gemm_shape>;

@@ -46,8 +46,8 @@ constexpr const char* kUsage = R"(usage: tessel-bench [options]
   --layouts LIST      operand layouts TN,NN,NT,TT, BLAS-style (letter 1: A, letter 2: B):
                       TN = A (MxK) and B (NxK) K-contiguous; N for A = M-contiguous,
                       T for B = N-contiguous; cuBLASLt runs the same layout    (default TN)
-  --decompositions L  auto (tessel's choice: stream-K for cooperative 1x1, else whole tiles),
-                      and for cooperative 1x1 dp (whole tiles), sk (stream-K)   (default auto)
+  --decompositions L  auto (tessel's choice: stream-K for cooperative / pingpong 1x1, else whole
+                      tiles), and for those dp (whole tiles), sk (stream-K)     (default auto)
   --raster-group G    rows of tiles per grouped-raster group, 0 = tessel's (8) (default 0)
   --swizzle S         operand swizzle for every configuration: auto,none,32,64,128 (default auto)
   --json FILE         also write every result (all samples) as JSON
@@ -222,9 +222,9 @@ int main(int argc, char** argv) {
           for (const auto& cl : clusters)
             for (auto d : decompositions) {
               // Clusters are for the persistent schedules; 1x1 runs everywhere. Stream-K and
-              // data-parallel are choices of cooperative 1x1 only (auto runs everywhere).
+              // data-parallel are choices of cooperative / pingpong 1x1 only (auto runs everywhere).
               if (cl[0] * cl[1] > 1 && s != ts::schedule::cooperative && s != ts::schedule::pingpong) continue;
-              if (d != ts::decomposition::automatic && (s != ts::schedule::cooperative || cl[0] * cl[1] > 1)) continue;
+              if (d != ts::decomposition::automatic && ((s != ts::schedule::cooperative && s != ts::schedule::pingpong) || cl[0] * cl[1] > 1)) continue;
               configs.push_back({s, t, st, cl, d});
             }
 

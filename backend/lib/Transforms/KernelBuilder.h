@@ -197,17 +197,22 @@ private:
   Value streamKCtas();
   Value streamKTotal();
   /// Workspace addresses (i64): CTA `cta`'s flag; float4 number `q` of
-  /// consumer thread `u` in CTA `cta`'s slot.
+  /// tile thread `u` in CTA `cta`'s slot.
   Value streamKFlag(Value cta);
   Value streamKSlot(Value cta, Value u, int64_t q);
-  /// bar.sync of every consumer thread (named barrier 5).
-  void streamKBarrier();
-  /// A contributor's part: the accumulators to this CTA's slot, then its flag.
-  void streamKStorePartial(Value acc, Value u);
+  /// Threads that hold one tile's accumulators: every consumer thread
+  /// (cooperative), or the 128 of one consumer warpgroup (pingpong).
+  int64_t streamKTileThreads() const;
+  /// bar.sync of the tile threads: named barrier 5 (cooperative), the
+  /// consumer's own barrier 1 + consumer (pingpong).
+  void streamKBarrier(Value consumer);
+  /// A contributor's part: the accumulators (one per m64 row block the tile
+  /// thread `u` holds) to this CTA's slot, then its flag.
+  void streamKStorePartial(ArrayRef<Value> accs, Value u, Value consumer);
   /// Waits for CTA `cta`'s flag (one thread) and clears it.
   void streamKWaitFlag(Value cta);
   /// The finisher of `tile`: adds the parts of CTAs owner(first k) .. cta-1.
-  Value streamKAddPartials(Value acc, Value tile, Value u);
+  SmallVector<Value> streamKAddPartials(ArrayRef<Value> accs, Value tile, Value u, Value consumer);
 
   LogicalResult buildElementwise();
   LogicalResult emitStores(function_ref<LogicalResult(StoreOp)> perStore);

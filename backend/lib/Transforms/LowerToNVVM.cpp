@@ -498,8 +498,9 @@ LogicalResult KernelBuilder::buildSignature() {
     return fn.emitError() << "stream_k must be 0 (whole tiles) or 1 (stream-K), got "
                           << sched.getStreamk();
   if (streamK) {
-    if (sched.getKind() != ScheduleKind::cooperative || clusterSize != 1)
-      return fn.emitError("stream_k needs schedule 'cooperative' with a 1x1 cluster");
+    if ((sched.getKind() != ScheduleKind::cooperative && sched.getKind() != ScheduleKind::pingpong) ||
+        clusterSize != 1)
+      return fn.emitError("stream_k needs schedule 'cooperative' or 'pingpong' with a 1x1 cluster");
     auto tile = sched.getTile();
     types.push_back(ptrTy);
     params.push_back(b.getStringAttr("workspace:" + std::to_string(tile[0] * tile[1] * 4)));
@@ -1437,7 +1438,7 @@ LogicalResult KernelBuilder::buildWarpSpecialized() {
     if (pingpong) {
       Value first = b.create<arith::AndIOp>(
           loc, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, consumer, i32(1)),
-          b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ugt, tileCount, i32(0)));
+          b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ugt, unitCount, i32(0)));
       auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, first, false);
       OpBuilder::InsertionGuard g3(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
@@ -1473,7 +1474,7 @@ LogicalResult KernelBuilder::buildWarpSpecialized() {
       if (pingpong) {
         // Rule W2: hand the mainloop to the other consumer if a tile follows.
         Value more = b.create<arith::CmpIOp>(
-            loc, arith::CmpIPredicate::ult, b.create<arith::AddIOp>(loc, tileIter, i32(1)), tileCount);
+            loc, arith::CmpIPredicate::ult, b.create<arith::AddIOp>(loc, tileIter, i32(1)), unitCount);
         auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, more, false);
         OpBuilder::InsertionGuard g3(b);
         b.setInsertionPointToStart(ifOp.thenBlock());
@@ -1501,23 +1502,25 @@ LogicalResult KernelBuilder::buildWarpSpecialized() {
       if (streamK) {
         // StreamK.cpp: a part that does not end the tile goes to the
         // workspace; the part that ends it adds the others, then stores.
-        Value uThread = b.create<arith::SubIOp>(loc, tid, i32(kThreadsPerWarpgroup));
+        // Tile thread: of both consumers (cooperative), of this one (pingpong).
+        Value uThread = pingpong ? inWg : b.create<arith::SubIOp>(loc, tid, i32(kThreadsPerWarpgroup));
         Value contributor = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, u.kEnd, nk);
         auto partIf = b.create<scf::IfOp>(loc, TypeRange{}, contributor, /*withElse=*/true);
         OpBuilder::InsertionGuard g3(b);
         b.setInsertionPointToStart(partIf.thenBlock());
-        streamKStorePartial(accs[0], uThread);
+        streamKStorePartial(accs, uThread, consumer);
         b.setInsertionPointToStart(partIf.elseBlock());
         Value finisher = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, u.kBegin, i32(0));
-        auto sumIf = b.create<scf::IfOp>(loc, TypeRange{accs[0].getType()}, finisher, /*withElse=*/true);
+        auto sumIf = b.create<scf::IfOp>(loc, TypeRange(ValueRange(accs)), finisher, /*withElse=*/true);
         {
           OpBuilder::InsertionGuard g4(b);
           b.setInsertionPointToStart(sumIf.thenBlock());
-          b.create<scf::YieldOp>(loc, streamKAddPartials(accs[0], u.tile, uThread));
+          b.create<scf::YieldOp>(loc, streamKAddPartials(accs, u.tile, uThread, consumer));
           b.setInsertionPointToStart(sumIf.elseBlock());
-          b.create<scf::YieldOp>(loc, accs[0]);
+          b.create<scf::YieldOp>(loc, accs);
         }
-        return emitConsumerEpilogue({sumIf.getResult(0)}, firstRowBlock, inWg, consumer, local);
+        return emitConsumerEpilogue(SmallVector<Value>(sumIf.getResults()), firstRowBlock, inWg,
+                                    consumer, local);
       }
       if (!tileValid)
         return emitConsumerEpilogue(accs, firstRowBlock, inWg, consumer, local);

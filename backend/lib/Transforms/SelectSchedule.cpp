@@ -28,8 +28,9 @@
 //   6. Decomposition (option `decomposition`, options::decomposition):
 //      `stream_k = 1` (stream-K for the last wave, or for every tile of a
 //      small grid, where the kernel computes that it pays) for cooperative
-//      with a 1x1 cluster under `auto`, required by `stream-k` (an error
-//      elsewhere); `data-parallel` and every other kernel: whole tiles.
+//      and pingpong with a 1x1 cluster under `auto`, required by `stream-k`
+//      (an error elsewhere); `data-parallel` and every other kernel: whole
+//      tiles.
 //
 // Schedule `multistage` (cp.async + ldmatrix + mma.sync, MultistageSchedule.cpp)
 // has its own rules:
@@ -102,8 +103,8 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
                             << "' (expected auto, data-parallel or stream-k)";
     if (kind == ScheduleKind::multistage) {
       if (decomposition == "stream-k")
-        return m.dot.emitError() << "decomposition stream-k needs schedule 'cooperative' with "
-                                    "a 1x1 cluster, got 'multistage'";
+        return m.dot.emitError() << "decomposition stream-k needs schedule 'cooperative' or "
+                                    "'pingpong' with a 1x1 cluster, got 'multistage'";
       return selectMultistage(fn, m);
     }
 
@@ -172,20 +173,22 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
     SmallVector<int64_t> clusterShape;
     if (cx * cy > 1)
       clusterShape = {cx, cy};
-    // 6. Decomposition: stream-K needs the cooperative consumers (one
-    //    accumulator layout per CTA tile, summed through the workspace) and
+    // 6. Decomposition: stream-K needs a persistent schedule whose tiles
+    //    are held by one fixed set of threads (cooperative: both consumers,
+    //    pingpong: one consumer per tile), summed through the workspace, and
     //    CTAs that are not paired by a cluster (a cluster's CTAs walk their
     //    tiles in lockstep).
     //    `auto` takes stream-K wherever it can (the kernel still decides
-    //    per launch whether it pays; docs/benchmarks.md run 15).
-    bool streamKable = kind == ScheduleKind::cooperative && cx * cy == 1;
+    //    per launch whether it pays; docs/benchmarks.md runs 15 and 17).
+    bool streamKable =
+        (kind == ScheduleKind::cooperative || kind == ScheduleKind::pingpong) && cx * cy == 1;
     int64_t streamK = 0;
     if (decomposition == "auto") {
       streamK = streamKable ? 1 : 0;
     } else if (decomposition == "stream-k") {
       if (!streamKable)
-        return m.dot.emitError() << "decomposition stream-k needs schedule 'cooperative' with "
-                                    "a 1x1 cluster, got '"
+        return m.dot.emitError() << "decomposition stream-k needs schedule 'cooperative' or "
+                                    "'pingpong' with a 1x1 cluster, got '"
                                  << stringifyScheduleKind(kind) << "' with cluster " << cx << "x"
                                  << cy;
       streamK = 1;

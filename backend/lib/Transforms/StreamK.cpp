@@ -1,9 +1,9 @@
-//===- StreamK.cpp - stream-K work decomposition of `cooperative` ---------===//
+//===- StreamK.cpp - stream-K decomposition of the persistent schedules ---===//
 //
-// Part of tessel-lower-to-nvvm: how the persistent CTAs of a `cooperative`
-// kernel with `stream_k = 1` (#tessel.schedule, options::decomposition
-// stream_k) split the work, and how the CTAs that share a tile sum their
-// partial accumulators.
+// Part of tessel-lower-to-nvvm: how the persistent CTAs of a `cooperative` or
+// `pingpong` kernel with `stream_k = 1` (#tessel.schedule,
+// options::decomposition stream_k) split the work, and how the CTAs that
+// share a tile sum their partial accumulators.
 //
 // A data-parallel persistent kernel gives CTA c the tiles c, c + P, ... of T
 // tiles (P = gridDim.x). When T % P != 0 the last wave leaves P - T % P SMs
@@ -23,11 +23,14 @@
 //     spans at least one tile's iterations), or S = T when T < P (the
 //     runtime then launches up to 4 CTAs per tile, at most one per SM), and
 //     only when the longest CTA gets shorter by more than the partial sums
-//     cost: ceil(T / P) * I - ((T - S) / P * I + ceil(S * I / P)) >=
+//     cost: gain = ceil(T / P) * I - ((T - S) / P * I + ceil(S * I / P)) >=
 //     8 + 2 * ceil(P / S) iterations (a partial tile is written and read
 //     once, ~2 iterations each, a tile has up to ceil(P / S) + 1 parts, and
 //     margin: 4096^3 with 128x256 tiles gains 7 and measured 2% slower,
-//     docs/benchmarks.md run 15). Otherwise S = 0: data-parallel.
+//     docs/benchmarks.md run 15), and gain >= 1% of ceil(T / P) * I (below
+//     that the change in L2 reuse outweighs it: 8192x28672x8192 with 128x128
+//     tiles gains 0.4% and measured 1% slower, run 17). Otherwise S = 0:
+//     data-parallel.
 //
 // A CTA's range covers: the end of one tile t0 (k from k0 > 0), whole tiles,
 // the start of another (k to ke < I). It processes them in the order
@@ -41,9 +44,9 @@
 //     mainloop over [kb, ke)                       mainloop over [kb, I)
 //     slot[c] = accumulators  (st.global.v4)       for c' in owner(first k of the tile) .. f-1
 //     fence.acq_rel.gpu                               with a non-empty range:
-//     bar.sync 5 (consumer threads)                   thread 0: spin until flag[c'] != 0
+//     bar.sync (tile threads)                         thread 0: spin until flag[c'] != 0
 //     thread 0: st.release.gpu flag[c] = 1                      (ld.acquire.gpu), flag[c'] = 0
-//     (no epilogue)                                   bar.sync 5
+//     (no epilogue)                                   bar.sync (tile threads)
 //                                                     acc += slot[c'] (ld.global.cg.v4)
 //                                                   epilogue(acc)
 //
@@ -57,19 +60,26 @@
 // (k0 .. I) at time (q - (I - k0)), i.e. at k = time - (q - I) mod I: the
 // CTAs run at no more than two k offsets at any time.
 
+// Pingpong: the same plan and unit order per CTA; unit w runs on consumer
+// warpgroup w % 2 (the mainloops take turns as for whole tiles), which holds
+// the whole tile, so the "tile threads" below are that warpgroup's 128 and
+// their barrier is the consumer's own named barrier 1 + consumer.
+//
 // Workspace (kernel parameter "workspace:<slot bytes>", one per CUDA stream,
 // CompiledKernel.h): 4 * 1024 bytes of u32 flags (one per CTA), then one
-// slot of BM x BN f32 per CTA. Slot layout: consumer thread u (of W * 128)
-// holds accumulator registers r, stored as float4 number q = r / 4 at
-// 16 * (q * W * 128 + u): consecutive threads write consecutive 16 bytes.
+// slot of BM x BN f32 per CTA. Slot layout: tile thread u (of N = W * 128
+// for cooperative, 128 for pingpong) holds accumulators a = 0, 1, ... (one
+// per m64 row block it computes), registers r of each stored as float4 number
+// q = a * BN / 8 + r / 4 at 16 * (q * N + u): consecutive threads write
+// consecutive 16 bytes.
 //
 // Ordering rules:
 //   S1. A contributor's slot is complete before its flag is set: every
-//       consumer thread stores its fragment and fences at gpu scope
-//       (fence.acq_rel.gpu), then the consumer barrier, then one thread's
-//       release store of the flag.
+//       tile thread stores its fragment and fences at gpu scope
+//       (fence.acq_rel.gpu), then the tile threads' barrier, then one
+//       thread's release store of the flag.
 //   S2. The finisher reads a slot only after an acquire load saw its flag
-//       set, then the consumer barrier; it reads through L2 (ld.global.cg),
+//       set, then the tile threads' barrier; it reads through L2 (ld.global.cg),
 //       which holds the contributor's stores (L1 is not coherent across SMs).
 //   S3. Each flag is set once per launch (a CTA has at most one contributor
 //       part) and consumed once (a tile has one finisher), and the finisher
@@ -80,7 +90,11 @@
 //       to lower CTAs only (the earlier parts of f's first tile), so there is
 //       no cycle; and a lower CTA is dispatched no later than f (CTAs start
 //       in index order), so it holds an SM or has finished whenever f waits,
-//       even when other kernels occupy some SMs.
+//       even when other kernels occupy some SMs. Pingpong: the contributor
+//       runs on one consumer, the finisher (the next unit) on the other; the
+//       contributor publishes in its epilogue, which depends on nothing the
+//       finisher does, and the finisher waits only after handing the
+//       mainloop back, so neither consumer holds the other up.
 //   S5. Processing order within a range: the range's first tile last; ring
 //       positions follow the processing order.
 //
@@ -102,7 +116,7 @@ namespace {
 // The runtime allocates the workspace: flags first, then the slots. Must equal
 // CompiledKernel::kStreamKFlagBytes (a runtime header the passes do not see).
 constexpr int64_t kFlagBytes = 4 * 1024;
-constexpr int64_t kStreamKBarrier = 5; // named barrier of all consumer threads
+constexpr int64_t kStreamKBarrier = 5; // cooperative: named barrier of all consumer threads
 } // namespace
 
 // Register pressure: the consumers' 128-register accumulators leave no room
@@ -175,9 +189,10 @@ void KernelBuilder::planStreamK(Value numTiles) {
     Value splits = ceilDiv(ctas, b.create<arith::MaxUIOp>(loc, s1, i32(1)));
     Value cost = b.create<arith::AddIOp>(loc, i32(8), b.create<arith::MulIOp>(loc, splits, i32(2)));
     Value gain = b.create<arith::SubIOp>(loc, dp, hybrid);
+    Value enough = b.create<arith::AndIOp>(
+        loc, cmp(P::sge, gain, cost), cmp(P::sge, gain, b.create<arith::DivUIOp>(loc, dp, i32(100))));
     Value use = b.create<arith::AndIOp>(
-        loc, b.create<arith::AndIOp>(loc, cmp(P::ugt, s1, i32(0)), cmp(P::sge, I, i32(2))),
-        cmp(P::sge, gain, cost));
+        loc, b.create<arith::AndIOp>(loc, cmp(P::ugt, s1, i32(0)), cmp(P::sge, I, i32(2))), enough);
     S = sel(use, s1, i32(0));
   }
   sk.tiles = S;
@@ -240,38 +255,46 @@ Value KernelBuilder::streamKFlag(Value cta) {
       loc, ws, b.create<arith::MulIOp>(loc, b.create<arith::ExtUIOp>(loc, b.getI64Type(), cta), i64(4)));
 }
 
+int64_t KernelBuilder::streamKTileThreads() const {
+  return sched.getKind() == ScheduleKind::pingpong ? kThreadsPerWarpgroup
+                                                   : consumers * kThreadsPerWarpgroup;
+}
+
 Value KernelBuilder::streamKSlot(Value cta, Value u, int64_t q) {
-  int64_t consumerThreads = consumers * kThreadsPerWarpgroup;
+  int64_t tileThreads = streamKTileThreads();
   Value ws = b.create<LLVM::PtrToIntOp>(loc, b.getI64Type(), workspace);
   Value slot = b.create<arith::AddIOp>(
       loc, b.create<arith::AddIOp>(loc, ws, i64(kFlagBytes)),
       b.create<arith::MulIOp>(loc, b.create<arith::ExtUIOp>(loc, b.getI64Type(), cta),
                               i64(BM * BN * 4)));
-  Value piece = b.create<arith::AddIOp>(loc, i32(q * consumerThreads), u);
+  Value piece = b.create<arith::AddIOp>(loc, i32(q * tileThreads), u);
   return b.create<arith::AddIOp>(
       loc, slot,
       b.create<arith::MulIOp>(loc, b.create<arith::ExtUIOp>(loc, b.getI64Type(), piece), i64(16)));
 }
 
-void KernelBuilder::streamKBarrier() {
+void KernelBuilder::streamKBarrier(Value consumer) {
+  if (sched.getKind() == ScheduleKind::pingpong)
+    return consumerBarrier(consumer);
   ptx(("bar.sync " + std::to_string(kStreamKBarrier) + ", " +
        std::to_string(consumers * kThreadsPerWarpgroup) + ";")
           .c_str(),
       "", {});
 }
 
-void KernelBuilder::streamKStorePartial(Value acc, Value u) {
+void KernelBuilder::streamKStorePartial(ArrayRef<Value> accs, Value u, Value consumer) {
   // Rule S1.
-  int64_t regs = BN / 2;
+  int64_t quads = BN / 2 / 4; // float4s per accumulator (m64 x BN row block)
   Value cta = streamKCta();
-  for (int64_t q = 0; q < regs / 4; ++q) {
-    SmallVector<Value> ops = {streamKSlot(cta, u, q)};
-    for (int64_t i = 0; i < 4; ++i)
-      ops.push_back(b.create<LLVM::ExtractValueOp>(loc, acc, 4 * q + i));
-    ptx("st.global.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f", ops);
-  }
+  for (auto [a, acc] : llvm::enumerate(accs))
+    for (int64_t q = 0; q < quads; ++q) {
+      SmallVector<Value> ops = {streamKSlot(cta, u, a * quads + q)};
+      for (int64_t i = 0; i < 4; ++i)
+        ops.push_back(b.create<LLVM::ExtractValueOp>(loc, acc, 4 * q + i));
+      ptx("st.global.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f", ops);
+    }
   ptx("fence.acq_rel.gpu;", "", {});
-  streamKBarrier();
+  streamKBarrier(consumer);
   Value first = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, u, i32(0));
   auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, first, false);
   OpBuilder::InsertionGuard g(b);
@@ -291,7 +314,8 @@ void KernelBuilder::streamKWaitFlag(Value cta) {
   ptx("st.relaxed.gpu.global.u32 [$0], 0;", "l", {flag});
 }
 
-Value KernelBuilder::streamKAddPartials(Value acc, Value tile, Value u) {
+SmallVector<Value> KernelBuilder::streamKAddPartials(ArrayRef<Value> accs, Value tile, Value u,
+                                                    Value consumer) {
   auto i64v = [&](Value v) { return b.create<arith::ExtUIOp>(loc, b.getI64Type(), v); };
   Value cta = streamKCta(), ctas = streamKCtas(), total = streamKTotal();
   // owner(g) = floor(((g + 1) P - 1) / N): the CTA whose range holds
@@ -305,16 +329,16 @@ Value KernelBuilder::streamKAddPartials(Value acc, Value tile, Value u) {
       total);
   Value from = b.create<arith::TruncIOp>(loc, b.getI32Type(), owner64);
   Value to = cta;
-  auto loop = b.create<scf::ForOp>(loc, from, to, i32(1), ValueRange{acc});
+  auto loop = b.create<scf::ForOp>(loc, from, to, i32(1), ValueRange(accs));
   OpBuilder::InsertionGuard g(b);
   b.setInsertionPointToStart(loop.getBody());
   Value c = loop.getInductionVar();
-  Value cur = loop.getRegionIterArgs()[0];
+  SmallVector<Value> cur(loop.getRegionIterArgs());
   // CTAs with an empty range (more CTAs than iterations) own nothing.
   Value nonEmpty = b.create<arith::CmpIOp>(
       loc, arith::CmpIPredicate::ult, streamKStart(c, ctas, total),
       streamKStart(b.create<arith::AddIOp>(loc, c, i32(1)), ctas, total));
-  auto ifOp = b.create<scf::IfOp>(loc, TypeRange{cur.getType()}, nonEmpty, /*withElse=*/true);
+  auto ifOp = b.create<scf::IfOp>(loc, TypeRange(ValueRange(cur)), nonEmpty, /*withElse=*/true);
   {
     OpBuilder::InsertionGuard g2(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
@@ -326,27 +350,33 @@ Value KernelBuilder::streamKAddPartials(Value acc, Value tile, Value u) {
       b.setInsertionPointToStart(waitIf.thenBlock());
       streamKWaitFlag(c);
     }
-    streamKBarrier();
+    streamKBarrier(consumer);
     Type f32 = b.getF32Type();
     auto quad = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
-    Value sum = cur;
-    for (int64_t q = 0; q < BN / 2 / 4; ++q) {
-      auto ld = b.create<LLVM::InlineAsmOp>(
-          loc, quad, ValueRange{streamKSlot(c, u, q)}, "ld.global.cg.v4.f32 {$0, $1, $2, $3}, [$4];",
-          "=f,=f,=f,=f,l,~{memory}", /*has_side_effects=*/true, /*is_align_stack=*/false,
-          LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr{}, ArrayAttr{});
-      for (int64_t i = 0; i < 4; ++i) {
-        Value part = b.create<LLVM::ExtractValueOp>(loc, ld.getResult(0), i);
-        Value old = b.create<LLVM::ExtractValueOp>(loc, sum, 4 * q + i);
-        sum = b.create<LLVM::InsertValueOp>(loc, sum, b.create<arith::AddFOp>(loc, old, part), 4 * q + i);
+    int64_t quads = BN / 2 / 4;
+    SmallVector<Value> sums;
+    for (auto [a, acc] : llvm::enumerate(cur)) {
+      Value sum = acc;
+      for (int64_t q = 0; q < quads; ++q) {
+        auto ld = b.create<LLVM::InlineAsmOp>(
+            loc, quad, ValueRange{streamKSlot(c, u, a * quads + q)},
+            "ld.global.cg.v4.f32 {$0, $1, $2, $3}, [$4];", "=f,=f,=f,=f,l,~{memory}",
+            /*has_side_effects=*/true, /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+            LLVM::AsmDialectAttr{}, ArrayAttr{});
+        for (int64_t i = 0; i < 4; ++i) {
+          Value part = b.create<LLVM::ExtractValueOp>(loc, ld.getResult(0), i);
+          Value old = b.create<LLVM::ExtractValueOp>(loc, sum, 4 * q + i);
+          sum = b.create<LLVM::InsertValueOp>(loc, sum, b.create<arith::AddFOp>(loc, old, part), 4 * q + i);
+        }
       }
+      sums.push_back(sum);
     }
-    b.create<scf::YieldOp>(loc, sum);
+    b.create<scf::YieldOp>(loc, sums);
     b.setInsertionPointToStart(ifOp.elseBlock());
     b.create<scf::YieldOp>(loc, cur);
   }
-  b.create<scf::YieldOp>(loc, ifOp.getResult(0));
-  return loop.getResult(0);
+  b.create<scf::YieldOp>(loc, ifOp.getResults());
+  return SmallVector<Value>(loop.getResults());
 }
 
 } // namespace mlir::tessel::lowering

@@ -11,5 +11,6 @@
 // CHECK: T=2048 I=128 P=132 S=200: OK
 // CHECK: T=512 I=64 P=132 S=0: OK
 // CHECK: T=512 I=224 P=132 S=248: OK
+// CHECK: T=14336 I=128 P=132 S=0: OK
 // CHECK: T=32 I=128 P=128 S=32: OK
-// CHECK: 81 cases and 288 forced splits, 0 with errors
+// CHECK: 83 cases and 288 forced splits, 0 with errors

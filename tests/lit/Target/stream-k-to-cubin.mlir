@@ -10,6 +10,14 @@
 // RUN: tessel-compile %inputs/gemm_128x256.mlir --schedule cooperative --decomposition data-parallel --dump-dir %t/dp
 // RUN: FileCheck %s --check-prefix=DP --input-file=%t/dp/gemm.ptx
 // RUN: FileCheck %s --check-prefix=SCHED --input-file=%t/sk/02-scheduled.mlir
+// Pingpong takes stream-K by default too; a tile's 128 consumer threads sync on
+// their own barrier (1 + consumer) instead of barrier 5.
+// RUN: tessel-compile %inputs/gemm_128x128.mlir --schedule pingpong --dump-dir %t/pp
+// RUN: FileCheck %s --check-prefix=PP --input-file=%t/pp/gemm.ptx
+// RUN: FileCheck %s --check-prefix=LOG --input-file=%t/pp/ptxas.log
+// RUN: FileCheck %s --check-prefix=SCHED --input-file=%t/pp/02-scheduled.mlir
+// RUN: tessel-compile %inputs/gemm_128x128.mlir --schedule pingpong --decomposition data-parallel --dump-dir %t/ppdp
+// RUN: FileCheck %s --check-prefix=DP --input-file=%t/ppdp/gemm.ptx
 
 // SCHED: stream_k = 1>
 // The workspace is the last parameter, after the user's grid.
@@ -27,6 +35,12 @@
 // The data-parallel kernel has none of it.
 // DP-NOT: gemm_param_22
 // DP-NOT: ld.acquire.gpu
+// PP: .param .u64 .ptr .global .align 1 gemm_param_22
+// PP-NOT: bar.sync 5,
+// PP-DAG: fence.acq_rel.gpu;
+// PP-DAG: st.release.gpu.global.u32 [{{.*}}], 1;
+// PP-DAG: ld.acquire.gpu.global.u32
+// PP-DAG: ld.global.cg.v4.f32
 // LOG: 0 bytes spill stores, 0 bytes spill loads
 // LOG-NOT: C7508
 // LOG-NOT: C7514

@@ -15,7 +15,7 @@
 // DP: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128>
 // SK: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128, stream_k = 1>
 // CLUSTERDP: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128, cluster = [2, 1]>
-// BADSK: decomposition stream-k needs schedule 'cooperative' with a 1x1 cluster, got 'tma' with cluster 1x1
+// BADSK: decomposition stream-k needs schedule 'cooperative' or 'pingpong' with a 1x1 cluster, got 'tma' with cluster 1x1
 // BADDECOMP: unknown decomposition 'sideways' (expected auto, data-parallel or stream-k)
 // The raster group is printed only when it is not the default.
 // RASTER: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128, raster = 16, stream_k = 1>

@@ -25,16 +25,17 @@ public:
 enum class schedule : std::uint8_t { automatic, tma, multistage, warp_specialized, cooperative, pingpong };
 
 /// How the persistent schedules split the GEMM's tiles among their CTAs (about one per SM):
-///   automatic      `cooperative` with a 1x1 cluster: stream_k; every other schedule (and
-///                  clusters): data_parallel (asking for stream_k there is an error);
+///   automatic      `cooperative` and `pingpong` with a 1x1 cluster: stream_k; every other
+///                  schedule (and clusters): data_parallel (asking for stream_k there is an
+///                  error);
 ///   data_parallel  whole tiles: tile i is computed by CTA i % CTAs, and the tiles of a last,
 ///                  partial wave leave the other SMs idle;
-///   stream_k       `cooperative` with a 1x1 cluster: the k-iterations of the last wave plus
-///                  one full wave (or of every tile, when there are fewer tiles than SMs) are
-///                  split evenly among the CTAs, where the kernel computes that this shortens
-///                  the longest CTA by more than the partial sums cost (docs/benchmarks.md
-///                  run 15: +1-4% on most large shapes with 128x256 tiles, 1.6x on
-///                  128x8192x8192).
+///   stream_k       `cooperative` or `pingpong` with a 1x1 cluster: the k-iterations of the
+///                  last wave plus one full wave (or of every tile, when there are fewer tiles
+///                  than SMs) are split evenly among the CTAs, where the kernel computes that
+///                  this shortens the longest CTA by more than the partial sums cost and by at
+///                  least 1% (docs/benchmarks.md runs 15 and 17: +1-5% on most large shapes,
+///                  1.6x on 128x8192x8192).
 /// Split tiles are summed through a workspace the runtime keeps per CUDA stream.
 enum class decomposition : std::uint8_t { automatic, data_parallel, stream_k };
 
