@@ -27,9 +27,11 @@
 //     8 + 2 * ceil(P / S) iterations (a partial tile is written and read
 //     once, ~2 iterations each, a tile has up to ceil(P / S) + 1 parts, and
 //     margin: 4096^3 with 128x256 tiles gains 7 and measured 2% slower,
-//     docs/benchmarks.md run 15), and gain >= 1% of ceil(T / P) * I (below
-//     that the change in L2 reuse outweighs it: 8192x28672x8192 with 128x128
-//     tiles gains 0.4% and measured 1% slower, run 17). Otherwise S = 0:
+//     docs/benchmarks.md run 15), and gain >= 2% of ceil(T / P) * I (below
+//     that the split tiles and the change in L2 reuse cost what it saves:
+//     8192x28672x8192 gains 0.4% with 128x128 tiles and measured 1% slower,
+//     1.3% with 128x256 and measured -1..+1%; 16384x8192x1024 with 128x128
+//     gains 1.5% and measured 0.6-3% slower; runs 16-17). Otherwise S = 0:
 //     data-parallel.
 //
 // A CTA's range covers: the end of one tile t0 (k from k0 > 0), whole tiles,
@@ -190,7 +192,7 @@ void KernelBuilder::planStreamK(Value numTiles) {
     Value cost = b.create<arith::AddIOp>(loc, i32(8), b.create<arith::MulIOp>(loc, splits, i32(2)));
     Value gain = b.create<arith::SubIOp>(loc, dp, hybrid);
     Value enough = b.create<arith::AndIOp>(
-        loc, cmp(P::sge, gain, cost), cmp(P::sge, gain, b.create<arith::DivUIOp>(loc, dp, i32(100))));
+        loc, cmp(P::sge, gain, cost), cmp(P::sge, gain, b.create<arith::DivUIOp>(loc, dp, i32(50))));
     Value use = b.create<arith::AndIOp>(
         loc, b.create<arith::AndIOp>(loc, cmp(P::ugt, s1, i32(0)), cmp(P::sge, I, i32(2))), enough);
     S = sel(use, s1, i32(0));
