@@ -240,6 +240,12 @@ INSTANTIATE_TEST_SUITE_P(
 // bitwise identical. `dp` is whole tiles.
 using sk_param = std::tuple<ts::decomposition, tb::tile_shape, int, tb::gemm_shape>;
 
+const std::vector<tb::gemm_shape> kStreamKShapes = {
+    {128, 128, 64},   {7, 9, 8},          {200, 300, 72},     {129, 257, 136},    {256, 256, 8192},
+    {64, 4096, 4096}, {1000, 1000, 1000}, {3000, 5000, 2000}, {1408, 4608, 2048}, {4096, 4096, 1024}};
+const std::vector<tb::gemm_shape> kStreamKLargeShapes = {
+    {4096, 4096, 4096}, {8192, 8192, 8192}, {16384, 8192, 1024}, {128, 8192, 8192}, {4096, 14336, 4096}};
+
 class StreamKGemm : public ::testing::TestWithParam<sk_param> {};
 
 TEST_P(StreamKGemm, MatchesReference) {
@@ -266,19 +272,14 @@ INSTANTIATE_TEST_SUITE_P(
     Shapes, StreamKGemm,
     ::testing::Combine(::testing::Values(ts::decomposition::stream_k, ts::decomposition::data_parallel),
                        ::testing::ValuesIn(kTiles), ::testing::Values(2, 4),
-                       ::testing::Values(tb::gemm_shape{128, 128, 64}, tb::gemm_shape{7, 9, 8},
-                                         tb::gemm_shape{200, 300, 72}, tb::gemm_shape{129, 257, 136},
-                                         tb::gemm_shape{256, 256, 8192}, tb::gemm_shape{64, 4096, 4096},
-                                         tb::gemm_shape{1000, 1000, 1000}, tb::gemm_shape{3000, 5000, 2000},
-                                         tb::gemm_shape{1408, 4608, 2048}, tb::gemm_shape{4096, 4096, 1024})),
+                       ::testing::ValuesIn(kStreamKShapes)),
     sk_param_name);
 
 INSTANTIATE_TEST_SUITE_P(
     Large, StreamKGemm,
     ::testing::Combine(::testing::Values(ts::decomposition::stream_k), ::testing::ValuesIn(kTiles),
                        ::testing::Values(4),
-                       ::testing::Values(tb::gemm_shape{4096, 4096, 4096}, tb::gemm_shape{8192, 8192, 8192},
-                                         tb::gemm_shape{16384, 8192, 1024}, tb::gemm_shape{128, 8192, 8192})),
+                       ::testing::ValuesIn(kStreamKLargeShapes)),
     sk_param_name);
 
 INSTANTIATE_TEST_SUITE_P(
@@ -319,19 +320,13 @@ INSTANTIATE_TEST_SUITE_P(
     Shapes, PingpongStreamKGemm,
     ::testing::Combine(::testing::Values(ts::decomposition::stream_k, ts::decomposition::data_parallel),
                        ::testing::Values(2, 4),
-                       ::testing::Values(tb::gemm_shape{128, 128, 64}, tb::gemm_shape{7, 9, 8},
-                                         tb::gemm_shape{200, 300, 72}, tb::gemm_shape{129, 257, 136},
-                                         tb::gemm_shape{256, 256, 8192}, tb::gemm_shape{64, 4096, 4096},
-                                         tb::gemm_shape{1000, 1000, 1000}, tb::gemm_shape{3000, 5000, 2000},
-                                         tb::gemm_shape{1408, 4608, 2048}, tb::gemm_shape{4096, 4096, 1024})),
+                       ::testing::ValuesIn(kStreamKShapes)),
     pingpong_sk_param_name);
 
 INSTANTIATE_TEST_SUITE_P(
     Large, PingpongStreamKGemm,
     ::testing::Combine(::testing::Values(ts::decomposition::stream_k), ::testing::Values(4),
-                       ::testing::Values(tb::gemm_shape{4096, 4096, 4096}, tb::gemm_shape{8192, 8192, 8192},
-                                         tb::gemm_shape{16384, 8192, 1024}, tb::gemm_shape{128, 8192, 8192},
-                                         tb::gemm_shape{4096, 14336, 4096})),
+                       ::testing::ValuesIn(kStreamKLargeShapes)),
     pingpong_sk_param_name);
 
 INSTANTIATE_TEST_SUITE_P(

@@ -179,7 +179,7 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
     //    CTAs that are not paired by a cluster (a cluster's CTAs walk their
     //    tiles in lockstep).
     //    `auto` takes stream-K wherever it can (the kernel still decides
-    //    per launch whether it pays; docs/benchmarks.md runs 15 and 17).
+    //    per launch whether it pays; docs/benchmarks.md runs 15, 18, 19).
     bool streamKable =
         (kind == ScheduleKind::cooperative || kind == ScheduleKind::pingpong) && cx * cy == 1;
     int64_t streamK = 0;

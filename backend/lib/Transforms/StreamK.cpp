@@ -31,7 +31,7 @@
 //     that the split tiles and the change in L2 reuse cost what it saves:
 //     8192x28672x8192 gains 0.4% with 128x128 tiles and measured 1% slower,
 //     1.3% with 128x256 and measured -1..+1%; 16384x8192x1024 with 128x128
-//     gains 1.5% and measured 0.6-3% slower; runs 16-17). Otherwise S = 0:
+//     gains 1.5% and measured 0.6-3% slower; runs 18-20). Otherwise S = 0:
 //     data-parallel.
 //
 // A CTA's range covers: the end of one tile t0 (k from k0 > 0), whole tiles,

@@ -40,7 +40,7 @@ def TesselSelectSchedule : Pass<"tessel-select-schedule", "mlir::ModuleOp"> {
            "rows of tiles per group of the grouped raster order (0: 8; options::raster_group)">,
     Option<"decomposition", "decomposition", "std::string", /*default=*/"\"auto\"",
            "how persistent CTAs split the tiles: stream-k (the last wave's k-iterations split "
-           "among all CTAs where it pays; cooperative with a 1x1 cluster only), data-parallel "
+           "among all CTAs where it pays; cooperative or pingpong with a 1x1 cluster only), data-parallel "
            "(whole tiles), auto (stream-k where allowed, else data-parallel) "
            "(options::decomposition)">,
   ];

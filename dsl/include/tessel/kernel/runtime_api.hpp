@@ -34,7 +34,7 @@ enum class schedule : std::uint8_t { automatic, tma, multistage, warp_specialize
 ///                  last wave plus one full wave (or of every tile, when there are fewer tiles
 ///                  than SMs) are split evenly among the CTAs, where the kernel computes that
 ///                  this shortens the longest CTA by more than the partial sums cost and by at
-///                  least 2% (docs/benchmarks.md runs 15 and 17: +1-5% on most large shapes,
+///                  least 2% (docs/benchmarks.md runs 15, 18, 19: +1-5% on most large shapes,
 ///                  1.6x on 128x8192x8192).
 /// Split tiles are summed through a workspace the runtime keeps per CUDA stream.
 enum class decomposition : std::uint8_t { automatic, data_parallel, stream_k };

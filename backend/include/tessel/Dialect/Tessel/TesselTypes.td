@@ -47,13 +47,13 @@ def Tessel_ScheduleAttr : AttrDef<Tessel_Dialect, "Schedule"> {
     the B tile (TMA multicast), in a 1 x 2 cluster the A tile. `raster`: the
     tile scheduler's group size (rows of tiles along program_id 0 walked
     column by column, so that co-resident CTAs share operand tiles in L2);
-    omitted when 0, tessel's default (8). `stream_k` (cooperative, 1 x 1
-    cluster): how tiles are split among the persistent CTAs, omitted when 0
+    omitted when 0, tessel's default (8). `stream_k` (cooperative or pingpong,
+    1 x 1 cluster): how tiles are split among the persistent CTAs, omitted when 0
     (data-parallel: whole tiles). 1: stream-K for the last, partial wave of
     tiles (or every tile of a grid smaller than the CTAs), decided in the
     kernel from the tile count, the k-iterations and the grid: it splits
     their k-iterations evenly among all CTAs when that shortens the longest
-    CTA by more than the partial-sum traffic costs. Split tiles are summed
+    CTA by more than the partial-sum traffic costs and by at least 2%. Split tiles are summed
     through a global workspace (StreamK.cpp, rules S1-S4).
 
     ```mlir
