@@ -1301,8 +1301,9 @@ void KernelBuilder::clusterSync() {
 ///   warpgroups 1.. (consumers, setmaxnreg.inc):
 ///     warp_specialized / cooperative: every consumer takes every tile, rows
 ///       [64 (wg-1), 64 wg) of it;
-///     pingpong: consumer c takes the CTA's tiles c, c+2, ... whole (BM/64 row
-///       blocks each), mainloops in turn:
+///     pingpong: consumer c takes the CTA's units (tiles, or stream-K parts
+///       of tiles) c, c+2, ... whole (BM/64 row blocks each), mainloops in
+///       turn:
 ///         c: bar.sync 3+c, 256; mainloop; bar.arrive 3+(1-c), 256
 ///       so one consumer's epilogue overlaps the other's mainloop.
 ///     then the TMA-store epilogue (stageChunk) from the accumulators.
@@ -1317,8 +1318,8 @@ void KernelBuilder::clusterSync() {
 ///       retired (wait_group 1 of the next position, or wait_group 0).
 ///   W2. pingpong: the turn barriers pair each bar.arrive with exactly one
 ///       bar.sync of the other consumer: consumer 1 gives the first turn
-///       (if the CTA has a tile) and nobody gives a turn after the CTA's
-///       last tile, so no barrier is left half-arrived at exit.
+///       (if the CTA has a unit) and nobody gives a turn after the CTA's
+///       last unit, so no barrier is left half-arrived at exit.
 LogicalResult KernelBuilder::buildWarpSpecialized() {
   ScheduleKind kind = sched.getKind();
   bool persistent = kind != ScheduleKind::warp_specialized;
@@ -1472,7 +1473,7 @@ LogicalResult KernelBuilder::buildWarpSpecialized() {
         b.create<scf::YieldOp>(loc, accs);
       }
       if (pingpong) {
-        // Rule W2: hand the mainloop to the other consumer if a tile follows.
+        // Rule W2: hand the mainloop to the other consumer if a unit follows.
         Value more = b.create<arith::CmpIOp>(
             loc, arith::CmpIPredicate::ult, b.create<arith::AddIOp>(loc, tileIter, i32(1)), unitCount);
         auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, more, false);

@@ -22,8 +22,11 @@
 //      TMA boxes.
 //   3. BM is a multiple of 64 (one m64 wgmma row block per warpgroup, at most
 //      4 warpgroups); BN is a multiple of 8 and at most 256 (wgmma N).
-//   4. The ring fits in 227 KiB of shared memory (beside the staging buffers
-//      of the TMA-store epilogue in the warp-specialized schedules).
+//   4. The ring has 2 or more stages and fits in 227 KiB of shared memory
+//      (beside the staging buffers of the TMA-store epilogue in the
+//      warp-specialized schedules). One stage cannot work: a stage is released
+//      one k-step late (once the next k-step's wgmma group is issued,
+//      wait_group 1), so the load of k-step 1 would wait for its own reader.
 //   5. Clusters 1x1, 2x1, 1x2, for the persistent schedules only.
 //   6. Decomposition (option `decomposition`, options::decomposition):
 //      `stream_k = 1` (stream-K for the last wave, or for every tile of a
@@ -145,7 +148,11 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
     int64_t budget = kSharedBytes - staging;
     int64_t fit = std::min(kMaxStages, budget / stageBytes);
     int64_t s = stages ? stages : fit;
-    if (s < 1 || s * stageBytes > budget)
+    if (s < 2)
+      return m.dot.emitError() << "schedule '" << stringifyScheduleKind(kind)
+                               << "' needs at least 2 stages (a stage is released one k-step late), got "
+                               << s << (stages ? "" : " (the tile is too large for two stages)");
+    if (s * stageBytes > budget)
       return m.dot.emitError() << s << " stages of " << stageBytes
                                << " bytes do not fit in shared memory (at most " << fit
                                << (staging ? " beside the epilogue's staging buffers" : "") << ")";

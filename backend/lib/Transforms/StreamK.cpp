@@ -27,8 +27,9 @@
 //     8 + 2 * ceil(P / S) iterations (a partial tile is written and read
 //     once, ~2 iterations each, a tile has up to ceil(P / S) + 1 parts, and
 //     margin: 4096^3 with 128x256 tiles gains 7 and measured 2% slower,
-//     docs/benchmarks.md run 15), and gain >= 2% of ceil(T / P) * I (below
-//     that the split tiles and the change in L2 reuse cost what it saves:
+//     docs/benchmarks.md run 15), and gain >= floor(ceil(T / P) * I / 50),
+//     about 2% (below that the split tiles and the change in L2 reuse cost
+//     what it saves:
 //     8192x28672x8192 gains 0.4% with 128x128 tiles and measured 1% slower,
 //     1.3% with 128x256 and measured -1..+1%; 16384x8192x1024 with 128x128
 //     gains 1.5% and measured 0.6-3% slower; runs 18-20). Otherwise S = 0:

@@ -1,4 +1,5 @@
-// The stream-K decomposition of `cooperative` (StreamK.cpp), modelled in Python
+// The stream-K decomposition of `cooperative` and `pingpong` (StreamK.cpp; the
+// per-CTA plan is the same for both), modelled in Python
 // without a GPU: for the issue's shapes, a sweep of small grids, and forced
 // splits of every tile (including more CTAs than k-iterations), every
 // k-iteration is computed once, ring positions are consecutive, each CTA has at

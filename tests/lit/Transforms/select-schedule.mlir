@@ -8,6 +8,7 @@
 // RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="schedule=cooperative cluster=2x1" 2>/dev/null | FileCheck %s --check-prefix=CLUSTERDP
 // RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="schedule=tma decomposition=stream-k" 2>&1 | FileCheck %s --check-prefix=BADSK
 // RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="decomposition=sideways" 2>&1 | FileCheck %s --check-prefix=BADDECOMP
+// RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="schedule=cooperative stages=1" 2>&1 | FileCheck %s --check-prefix=ONESTAGE
 
 // Cooperative with a 1x1 cluster takes stream-K by default (the kernel decides
 // per launch whether it pays).
@@ -17,6 +18,7 @@
 // CLUSTERDP: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128, cluster = [2, 1]>
 // BADSK: decomposition stream-k needs schedule 'cooperative' or 'pingpong' with a 1x1 cluster, got 'tma' with cluster 1x1
 // BADDECOMP: unknown decomposition 'sideways' (expected auto, data-parallel or stream-k)
+// ONESTAGE: schedule 'cooperative' needs at least 2 stages (a stage is released one k-step late), got 1
 // The raster group is printed only when it is not the default.
 // RASTER: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128, raster = 16, stream_k = 1>
 // BADRASTER: option raster-group (options::raster_group) must be in [0, 1024] (0: the default, 8), got -1

@@ -177,3 +177,19 @@ TEST_F(JitVariants, ErrorPolicyRefusesWithTheArgumentAndTheRule) {
 }
 
 }  // namespace
+
+TEST(JitOptions, OneStageIsRejectedWithTheRule) {
+  // A one-stage ring would deadlock (a stage is released one k-step late): a clear compile error
+  // naming the rule, for every TMA-fed schedule, and the process goes on.
+  ScopedEnv fresh{"TESSEL_DISABLE_CACHE", "1"};
+  for (ts::schedule s : {ts::schedule::tma, ts::schedule::warp_specialized, ts::schedule::cooperative,
+                         ts::schedule::pingpong}) {
+    std::string what;
+    try {
+      ts::jit(examples::gemm<128, 128, 64>{}, {.schedule = s, .stages = 1});
+    } catch (const ts::error& e) {
+      what = e.what();
+    }
+    EXPECT_THAT(what, HasSubstr("needs at least 2 stages (a stage is released one k-step late), got 1"));
+  }
+}

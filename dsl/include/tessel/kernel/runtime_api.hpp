@@ -45,7 +45,7 @@ inline constexpr int swizzle_none = -1;
 /// Compile options. Defaults are what a demanding user would pick for bf16 GEMM on H100/H200.
 struct options {
   tessel::schedule schedule = tessel::schedule::automatic;
-  int stages = 0;                        ///< shared-memory ring depth; 0 = heuristic
+  int stages = 0;                        ///< shared-memory ring depth, at least 2; 0 = heuristic
   std::array<int, 2> cluster = {1, 1};   ///< CTAs per cluster along program_id 0 x 1: {1,1}, {2,1}, {1,2}
   /// Shared-memory swizzle of the TMA-loaded GEMM operands (and of their wgmma descriptors),
   /// one mode for A and B:
