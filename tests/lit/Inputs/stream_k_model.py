@@ -13,7 +13,9 @@ k-iterations I, CTAs P) it simulates every CTA's units and checks the rules of S
              their own finisher part (no cycle);
   S5         CTAs start their whole tiles and their last tile at k = 0 (the k offsets of
              co-resident CTAs stay few);
-  epilogue   every tile gets exactly one epilogue (a finisher or a whole tile).
+  epilogue   every tile gets exactly one epilogue (a finisher or a whole tile);
+  run        executed step by step (producer ring, releases one k-step late, pingpong's turns,
+             flags), every CTA of cooperative and pingpong finishes (run_grid).
 
 Prints one line per case and "MISMATCH" on any violation; "--rule" prints S per case too.
 """
@@ -145,6 +147,68 @@ def check(T, I, P, S=None):
     return S, errors
 
 
+def run_grid(T, I, P, S, pingpong, stages):
+    """Executes every CTA's units step by step and returns the CTAs that never finish (a deadlock).
+
+    Per CTA: the producer issues ring positions in unit order, position p only after the consumers
+    released p - stages; a consumer releases position p once it issued p + 1 of the same unit
+    (wait_group 1), the unit's last position after wait_group 0. Cooperative: one consumer takes
+    every unit. Pingpong: consumer w % 2 takes unit w, mainloops in turn (rule W2: consumer 1
+    gives the first turn, each consumer hands the turn over after its mainloop if a unit follows).
+    A contributor publishes its flag after its mainloop; a finisher, after its mainloop and the
+    hand-over, waits for the flags of the tile's earlier CTAs.
+    """
+    consumers = 2 if pingpong else 1
+    ctas = []
+    for c in range(P):
+        us = units_of(c, T, I, P, S)
+        ctas.append({"units": us, "issued": 0, "released": set(), "next": list(range(consumers)),
+                     "state": ["turn"] * consumers, "k": [0] * consumers, "waits": [[]] * consumers,
+                     "turns": [1 if us else 0, 0] if pingpong else [1 << 30]})
+    flags = set()
+    moved = True
+    while moved:
+        moved = False
+        for c, st in enumerate(ctas):
+            us = st["units"]
+            total = sum(ke - kb for (_, kb, ke, _) in us)
+            while st["issued"] < total and (st["issued"] < stages or st["issued"] - stages in st["released"]):
+                st["issued"] += 1
+                moved = True
+            for q in range(consumers):
+                w = st["next"][q]
+                if w >= len(us):
+                    continue
+                t, kb, ke, base = us[w]
+                if st["state"][q] == "turn" and st["turns"][q] > 0:
+                    st["turns"][q] -= 1
+                    st["state"][q], st["k"][q] = "main", 0
+                    moved = True
+                if st["state"][q] == "main":
+                    while st["k"][q] < ke - kb and base + st["k"][q] < st["issued"]:
+                        if st["k"][q] > 0:
+                            st["released"].add(base + st["k"][q] - 1)
+                        st["k"][q] += 1
+                        moved = True
+                    if st["k"][q] == ke - kb:
+                        if ke > kb:
+                            st["released"].add(base + ke - kb - 1)
+                        if pingpong and w + 1 < len(us):
+                            st["turns"][1 - q] += 1
+                        if ke != I:
+                            flags.add(c)
+                        st["waits"][q] = [x for x in range(owner(t * I, S, I, P), c)
+                                          if start(x, S, I, P) < start(x + 1, S, I, P)] if ke == I and kb else []
+                        st["state"][q] = "epilogue"
+                        moved = True
+                if st["state"][q] == "epilogue" and all(x in flags for x in st["waits"][q]):
+                    st["next"][q] += consumers
+                    st["state"][q] = "turn"
+                    moved = True
+    return [c for c, st in enumerate(ctas)
+            if any(w < len(st["units"]) for w in st["next"]) or (pingpong and any(st["turns"]))]
+
+
 def main():
     cases = [
         # (T, I, sms) as the runtime would launch them; the issue's shapes first.
@@ -186,6 +250,20 @@ def main():
                 bad += 1
                 print(f"forced T={T} I={I} P={P} S={S}: MISMATCH " + "; ".join(errors[:3]))
     print(f"{len(cases)} cases and {forced} forced splits, {bad} with errors")
+    # Whole-grid execution, cooperative and pingpong, rings of 2 and 4 stages: every CTA finishes
+    # and pingpong leaves no turn half-given (rules W1, W2, S4).
+    runs = stuck = 0
+    for T, I, P in itertools.product([1, 2, 3, 7, 15, 20, 131, 133, 300], [1, 2, 3, 5, 16], [1, 4, 7, 60, 132]):
+        for S in sorted({0, T, (T % P + P) if T > P and T % P else T, plan_tiles(T, I, P)}):
+            for pingpong, stages in itertools.product([False, True], [2, 4]):
+                runs += 1
+                left = run_grid(T, I, P, S, pingpong, stages)
+                if left:
+                    stuck += 1
+                    bad += 1
+                    print(f"MISMATCH {'pingpong' if pingpong else 'cooperative'} T={T} I={I} P={P} S={S} "
+                          f"stages={stages}: CTAs {left[:5]} never finish")
+    print(f"{runs} whole-grid runs, {stuck} deadlocked")
     return 1 if bad else 0
 
 
