@@ -21,6 +21,7 @@
 #include <tuple>
 #include <vector>
 
+#include "bench_summary.h"
 #include "bench_util.h"
 #include "cli.h"
 #include "tessel_gemm.hpp"
@@ -341,6 +342,25 @@ int main(int argc, char** argv) {
     else
       std::printf("\nSM MHz t/c: median NVML SM clock while the tessel / cuBLAS batches ran\n");
 
+    // The best configuration per shape and the geometric mean of those ratios.
+    std::vector<tb::ratio_entry> entries;
+    auto shape_key = [](const row& r) {
+      return r.shape.str() + (r.layout == tb::gemm_layout{} ? "" : " " + r.layout.str());
+    };
+    auto config_key = [](const row& r) {
+      return r.cfg.label() + " " + r.cfg.tile.str() + " s" + std::to_string(r.cfg.stages);
+    };
+    for (const auto& r : rows)
+      if (r.status == "ok" && r.rep.timed) entries.push_back({shape_key(r), config_key(r), r.rep.ratio});
+    const tb::bench_summary summary = tb::summarize(entries);
+    if (!summary.best.empty()) {
+      std::printf("\nbest tessel configuration per shape (ratio to cuBLASLt):\n");
+      for (const auto& b : summary.best)
+        std::printf("  %-22s %-36s %7.3f\n", b.shape.c_str(), b.config.c_str(), b.ratio);
+      std::printf("  geomean over %zu shapes %.3f, lowest %.3f\n", summary.best.size(), summary.geomean,
+                  summary.lowest);
+    }
+
     if (!json_path.empty()) {
       std::ofstream js(json_path);
       std::string cmdline;
@@ -356,7 +376,9 @@ int main(int argc, char** argv) {
         const auto& r = rows[i];
         js << " {\"m\":" << r.shape.m << ",\"n\":" << r.shape.n << ",\"k\":" << r.shape.k << ",\"schedule\":\""
            << tb::schedule_name(r.cfg.schedule) << "\",\"tile\":\"" << r.cfg.tile.str() << "\",\"stages\":" << r.cfg.stages
-           << ",\"cluster\":\"" << tb::cluster_str(r.cfg.cluster) << "\",\"layout\":\"" << r.layout.str() << "\""
+           << ",\"cluster\":\"" << tb::cluster_str(r.cfg.cluster) << "\",\"decomposition\":\""
+           << tb::decomposition_str(r.cfg.decomposition) << "\",\"label\":\"" << json_escape(r.cfg.label())
+           << "\",\"layout\":\"" << r.layout.str() << "\""
            << ",\"status\":\"" << json_escape(r.status) << "\",\"error\":\"" << json_escape(r.error) << "\"";
         if (r.rep.checked)
           js << ",\"rel_err\":" << json_num(r.rep.candidate_check.rel_err)
@@ -368,7 +390,11 @@ int main(int argc, char** argv) {
              << json_escape(r.cublas_algo) << "\"";
         js << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
       }
-      js << "]}\n";
+      js << "],\n\"best_per_shape\":[";
+      for (std::size_t i = 0; i < summary.best.size(); ++i)
+        js << (i ? "," : "") << "{\"shape\":\"" << json_escape(summary.best[i].shape) << "\",\"config\":\""
+           << json_escape(summary.best[i].config) << "\",\"ratio\":" << json_num(summary.best[i].ratio) << "}";
+      js << "],\"geomean\":" << json_num(summary.geomean) << ",\"lowest\":" << json_num(summary.lowest) << "}\n";
       std::printf("wrote %s\n", json_path.c_str());
     }
     return any_error ? 1 : 0;
