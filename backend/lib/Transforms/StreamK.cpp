@@ -29,11 +29,10 @@
 //     margin: 4096^3 with 128x256 tiles gains 7 and measured 2% slower,
 //     docs/benchmarks.md run 15), and gain >= floor(ceil(T / P) * I / 50),
 //     about 2% (below that the split tiles and the change in L2 reuse cost
-//     what it saves:
-//     8192x28672x8192 gains 0.4% with 128x128 tiles and measured 1% slower,
-//     1.3% with 128x256 and measured -1..+1%; 16384x8192x1024 with 128x128
-//     gains 1.5% and measured 0.6-3% slower; runs 18-20). Otherwise S = 0:
-//     data-parallel.
+//     what they save: 8192x28672x8192 gains 0.4% with 128x128 tiles and
+//     measured 1% slower, 1.3% with 128x256 and measured -1..+1%;
+//     16384x8192x1024 with 128x128 gains 1.5% and measured 0.6-3% slower;
+//     runs 18-20). Otherwise S = 0: data-parallel.
 //
 // A CTA's range covers: the end of one tile t0 (k from k0 > 0), whole tiles,
 // the start of another (k to ke < I). It processes them in the order
