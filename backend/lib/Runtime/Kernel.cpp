@@ -372,7 +372,6 @@ CUdeviceptr streamWorkspace(const CudaDriver& d, CUcontext ctx, CUstream s, std:
   using Key = std::tuple<CUcontext, CUstream, std::thread::id>;
   static std::mutex mutex;
   static std::map<Key, Buffer> buffers;
-  static std::vector<CUdeviceptr> retired;
   const std::thread::id thread = s == CU_STREAM_PER_THREAD ? std::this_thread::get_id() : std::thread::id();
   std::lock_guard<std::mutex> lock(mutex);
   Buffer& buf = buffers[Key{ctx, s, thread}];
@@ -383,9 +382,7 @@ CUdeviceptr streamWorkspace(const CudaDriver& d, CUcontext ctx, CUstream s, std:
             kernelName);
   checkCuda(d.cuMemsetD8(ptr, 0, bytes), "cuMemsetD8 (stream-K workspace)", kernelName);
   checkCuda(d.cuCtxSynchronize(), "cuCtxSynchronize (stream-K workspace)", kernelName);
-  if (buf.ptr)
-    retired.push_back(buf.ptr);
-  buf = {ptr, bytes};
+  buf = {ptr, bytes};  // the smaller buffer is dropped, not freed (see above)
   return ptr;
 }
 

@@ -1381,8 +1381,6 @@ LogicalResult KernelBuilder::buildWarpSpecialized() {
   };
   // Ring position of k-iteration j of unit u.
   auto ringPos = [&](const WorkUnit &u, Value j) -> Value {
-    if (!streamK)
-      return b.create<arith::AddIOp>(loc, u.base, j);
     return b.create<arith::AddIOp>(loc, u.base, b.create<arith::SubIOp>(loc, j, u.kBegin));
   };
 
