@@ -622,6 +622,16 @@ value unary(unary_op op, value a, loc l) {
     return s.put(arith::MulFOp::create(
         bld, at, half, arith::AddFOp::create(bld, at, s.constant(type, 1.0, at), t)));
   }
+  case unary_op::erf:
+    return s.put(math::ErfOp::create(bld, at, x));
+  case unary_op::gelu_erf: {
+    // 0.5 x (1 + erf(x / sqrt(2)))
+    Value e = math::ErfOp::create(
+        bld, at, arith::MulFOp::create(bld, at, s.constant(type, 0.7071067811865476, at), x));
+    Value half = arith::MulFOp::create(bld, at, s.constant(type, 0.5, at), x);
+    return s.put(arith::MulFOp::create(
+        bld, at, half, arith::AddFOp::create(bld, at, s.constant(type, 1.0, at), e)));
+  }
   default:
     break;
   }

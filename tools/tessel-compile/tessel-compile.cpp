@@ -102,6 +102,7 @@ int main(int argc, char **argv) {
     }
     o.cluster = {static_cast<int>(cx), static_cast<int>(cy)};
   }
+  o.dump_dir = dumpDir; // where a failure's IR reproducer goes
   try {
     tessel::CompiledKernel k = tessel::compileModule(*module, o);
     if (!dumpDir.empty()) {

@@ -20,6 +20,10 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <atomic>
+#include <cstdlib>
+#include <unistd.h>
+
 using namespace mlir;
 
 namespace {
@@ -34,16 +38,36 @@ std::string printIR(ModuleOp m, bool locations) {
   return s;
 }
 
+/// A location as users read it: "file:line:col" (the first file position of a
+/// fused or named location), "" when there is none.
+std::string userLocation(Location loc) {
+  std::string out;
+  loc->walk([&](Location l) {
+    if (auto f = dyn_cast<FileLineColLoc>(l)) {
+      out = (f.getFilename().str() + ":" + std::to_string(f.getLine()) + ":" +
+             std::to_string(f.getColumn()));
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return out;
+}
+
 /// Collects diagnostics while alive; `take()` gives them as one message.
 class DiagnosticCollector {
 public:
   explicit DiagnosticCollector(MLIRContext *ctx)
       : handler(ctx, [this](Diagnostic &d) {
           llvm::raw_string_ostream os(text);
-          os << d.getLocation() << ": " << (d.getSeverity() == DiagnosticSeverity::Error ? "error: " : "note: ")
-             << d << "\n";
+          std::string where = userLocation(d.getLocation());
+          os << (where.empty() ? "" : where + ": ")
+             << (d.getSeverity() == DiagnosticSeverity::Error ? "error: " : "note: ") << d << "\n";
+          // MLIR's "see current operation" note prints the whole module: the
+          // IR belongs in the reproducer (and under TESSEL_VERBOSE), not here.
           for (Diagnostic &n : d.getNotes())
-            os << n.getLocation() << ": note: " << n << "\n";
+            if (!StringRef(n.str()).starts_with("see current operation"))
+              os << (userLocation(n.getLocation()).empty() ? "" : userLocation(n.getLocation()) + ": ")
+                 << "note: " << n << "\n";
           return success();
         }) {}
   std::string take() { return std::move(text); }
@@ -99,15 +123,51 @@ private:
   return ::tessel::dtype::i32;
 }
 
+/// Writes `k.stages` and `input` (the failing step's input, with locations)
+/// into a new folder and returns it (see compileModule's `fail`).
+std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string &input,
+                            const std::string &dumpDirOption) {
+  static std::atomic<int> counter{0};
+  std::string base = !dumpDirOption.empty() ? dumpDirOption : ::tessel::runtime::knobs().dumpDir;
+  std::string dir;
+  if (!base.empty()) {
+    dir = base + "/failed-" + k.name;
+  } else {
+    const char *tmp = std::getenv("TMPDIR");
+    dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/tessel-failed-" + k.name + "-" +
+          std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  }
+  ::tessel::CompiledKernel partial;
+  partial.name = k.name;
+  partial.stages = k.stages;
+  partial.stages.emplace_back("failing-step-input.mlir", input);
+  ::tessel::runtime::writeStages(dir, partial);
+  return dir;
+}
+
 } // namespace
 
 ::tessel::CompiledKernel(::tessel::compileModule)(ModuleOp module, const ::tessel::options &o) {
   MLIRContext *ctx = module.getContext();
   DiagnosticCollector diags(ctx);
   ::tessel::CompiledKernel k;
+  // A failure past tracing writes an IR reproducer: the stages so far and the
+  // module as the failing step received it (`input`), into
+  // <dump dir>/failed-<kernel>/ (options::dump_dir or TESSEL_DUMP_DIR), else into
+  // a fresh folder under $TMPDIR (or /tmp); the error names the folder.
+  std::string input;
   auto fail = [&](const std::string &what) -> ::tessel::error {
-    return ::tessel::error("tessel: " + what + (k.name.empty() ? "" : " (kernel '" + k.name + "')") +
-                         ":\n" + diags.take());
+    std::string msg = "tessel: " + what + (k.name.empty() ? "" : " (kernel '" + k.name + "')") +
+                      ":\n" + diags.take();
+    if (!k.stages.empty()) {
+      try {
+        std::string dir = writeReproducer(k, input, o.dump_dir);
+        msg += "IR reproducer: " + dir + "/\n";
+      } catch (const std::exception &e) {
+        msg += std::string("(no IR reproducer: ") + e.what() + ")\n";
+      }
+    }
+    return ::tessel::error(msg);
   };
 
   // The user-visible signature, before the kernel is rewritten.
@@ -138,6 +198,7 @@ private:
   auto runStep = [&](const char *stage, const char *what, auto build) {
     PassManager pm(ctx);
     build(pm);
+    input = printIR(module, /*locations=*/true);
     if (failed(pm.run(module)))
       throw fail(what);
     k.stages.emplace_back(stage, printIR(module, /*locations=*/false));
@@ -179,6 +240,7 @@ private:
 
   mlir::tessel::PTXOptions ptxOptions;
   ptxOptions.chip = k.arch;
+  input = printIR(module, /*locations=*/true);
   auto ptx = mlir::tessel::translateToPTX(module, ptxOptions);
   if (failed(ptx))
     throw fail("PTX generation failed");

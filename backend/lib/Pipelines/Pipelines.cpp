@@ -51,6 +51,7 @@ void ::tessel::buildKernelPipeline(OpPassManager &pm, const PipelineOptions &o) 
   mlir::tessel::TesselLowerToNVVMOptions lo;
   lo.boundedWaits = o.boundedWaits;
   pm.addPass(mlir::tessel::createTesselLowerToNVVM(lo));
+  pm.addPass(mlir::tessel::createTesselLegalizeMath());
 }
 
 void ::tessel::buildToLLVMPipeline(OpPassManager &pm) {

@@ -185,10 +185,12 @@ void writeStages(const std::string& dir, const CompiledKernel& k) {
   for (const auto& [name, text] : k.stages)
     put(name, text);
   std::string base = k.name.empty() ? std::string("kernel") : k.name;
-  put(base + ".ptx", k.ptx);
+  if (!k.ptx.empty())  // empty only in a failed compile's reproducer
+    put(base + ".ptx", k.ptx);
   if (!k.cubin.empty())
     put(base + ".cubin", k.cubin);
-  put("ptxas.log", k.ptxasLog);
+  if (!k.ptx.empty())
+    put("ptxas.log", k.ptxasLog);
 }
 
 }  // namespace tessel::runtime

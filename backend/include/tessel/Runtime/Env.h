@@ -101,7 +101,8 @@ void writeFileAtomic(const std::string& path, std::string_view data);
 
 /// Writes a compiled kernel's stages into `dir` (created if missing): every
 /// `stages` entry under its own name (a '/' in a name becomes '_'), then
-/// <name>.ptx, <name>.cubin (when there is one; binary) and ptxas.log. Each
+/// <name>.ptx, <name>.cubin (when there is one; binary) and ptxas.log (the
+/// last three only when there is PTX: not in a failed compile's reproducer). Each
 /// file is written atomically. Throws tessel::error naming the file.
 void writeStages(const std::string& dir, const CompiledKernel& k);
 

@@ -8,6 +8,7 @@
 #define TESSEL_TARGET_PTX_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/IR/Module.h"
 #include <string>
 
 namespace mlir::tessel {
@@ -28,8 +29,14 @@ struct PTXResult {
 /// Registers the LLVM IR translations this needs (builtin, llvm, nvvm).
 void registerPTXTranslations(DialectRegistry &registry);
 
-/// Emits PTX for `module`; diagnostics go to the module's context.
+/// Emits PTX for `module`; diagnostics go to the module's context. No LLVM
+/// failure (error diagnostic or fatal error) ends the process: each becomes a
+/// failure with LLVM's message as an error on `module` (PTX.cpp).
 FailureOr<PTXResult> translateToPTX(ModuleOp module, const PTXOptions &options);
+
+/// Optimises `llvmModule` (O`options.optLevel`) and emits its PTX into
+/// `result`. Unguarded: translateToPTX calls it under its fatal-error guard.
+LogicalResult emitPTX(llvm::Module &llvmModule, const PTXOptions &options, PTXResult &result);
 
 } // namespace mlir::tessel
 

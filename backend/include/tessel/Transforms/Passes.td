@@ -65,4 +65,45 @@ def TesselLowerToNVVM : Pass<"tessel-lower-to-nvvm", "mlir::ModuleOp"> {
                            "mlir::scf::SCFDialect", "mlir::arith::ArithDialect"];
 }
 
+def TesselLegalizeMath : Pass<"tessel-legalize-math", "mlir::ModuleOp"> {
+  let summary = "Rewrite scalar math ops the NVPTX backend cannot select into sm_90 fast paths";
+  let description = [{
+    After `tessel-lower-to-nvvm` the traced epilogue and elementwise math is
+    scalar `math` ops on f16, bf16 or f32. The NVPTX backend of LLVM 22 has no
+    instruction for `math.tanh` (it aborts: `Cannot select ... ftanh`) and no
+    libcall for `math.exp` / `math.log`, so this pass rewrites every
+    transcendental op before conversion to LLVM. f16 and bf16 operands are
+    computed in f32 and rounded once at the end.
+
+    | op | becomes | PTX | error (f32) |
+    |---|---|---|---|
+    | `math.exp2` | `llvm.nvvm.ex2.approx.f32` | `ex2.approx.f32` | 2 ulp (rel. 2^-22) |
+    | `math.exp` | ex2 of `x * log2(e)` | `mul.f32; ex2.approx.f32` | 2 ulp + 2^-24 |x| rel. |
+    | `math.log2` | `llvm.nvvm.lg2.approx.f` | `lg2.approx.f32` | 2^-22 abs. |
+    | `math.log` | lg2 times `ln(2)` | `lg2.approx.f32; mul.f32` | 2^-22 abs. |
+    | `math.tanh` | inline asm | `tanh.approx.f32` | 2^-10.99 rel. |
+    | `math.erf` | a rational polynomial (upstream `math` approximation) | `fma.rn.f32` ... | 2 ulp |
+
+    `math.sqrt` (`sqrt.rn.f32`), `math.rsqrt` (`div.rn` of `sqrt.rn`), `math.absf`
+    and `arith` min/max select natively and are left alone.
+
+    Before:
+    ```mlir
+    %e = math.exp %x : f32
+    %t = math.tanh %y : bf16
+    ```
+    After:
+    ```mlir
+    %c = arith.constant 1.44269502 : f32
+    %m = arith.mulf %x, %c : f32
+    %e = llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"(%m) : (f32) -> f32
+    %w = arith.extf %y : bf16 to f32
+    %u = llvm.inline_asm "tanh.approx.f32 $0, $1;", "=f,f" %w : (f32) -> f32
+    %t = arith.truncf %u : f32 to bf16
+    ```
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect", "mlir::arith::ArithDialect",
+                           "mlir::math::MathDialect"];
+}
+
 #endif // TESSEL_PASSES

@@ -32,7 +32,8 @@ struct loc {
   unsigned column = 0;
 };
 
-enum class unary_op : std::uint8_t { neg, exp, exp2, log, sqrt, rsqrt, abs, tanh, sigmoid, relu, silu, gelu_tanh };
+enum class unary_op : std::uint8_t { neg, exp, exp2, log, sqrt, rsqrt, abs, tanh, sigmoid, relu, silu, gelu_tanh,
+                                      erf, gelu_erf };
 enum class binary_op : std::uint8_t { add, sub, mul, div, rem, min, max };
 enum class compare_op : std::uint8_t { eq, ne, lt, le, gt, ge };
 

@@ -266,7 +266,8 @@ struct elementwise_traits {
 
 inline const char* op_name(trace::unary_op op) {
   constexpr const char* names[] = {"neg",  "exp",  "exp2",    "log",  "sqrt", "rsqrt",
-                                   "abs",  "tanh", "sigmoid", "relu", "silu", "gelu_tanh"};
+                                   "abs",  "tanh", "sigmoid", "relu", "silu", "gelu_tanh",
+                                   "erf",  "gelu_erf"};
   return names[static_cast<int>(op)];
 }
 inline const char* op_name(trace::binary_op op) {

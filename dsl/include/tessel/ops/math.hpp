@@ -20,8 +20,11 @@ auto make_unary(const E& e, std::source_location loc) {
 }  // namespace detail
 
 // Math on floating-point tiles (f16, bf16, f32): math.exp, math.exp2, math.log, math.sqrt,
-// math.rsqrt, math.tanh; sigmoid = 1 / (1 + exp(-x)), silu = x * sigmoid(x), gelu = the tanh
-// approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+// math.rsqrt, math.tanh, math.erf; sigmoid = 1 / (1 + exp(-x)), silu = x * sigmoid(x),
+// gelu = the tanh approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (what
+// cuBLASLt's GELU epilogue computes), gelu_erf = the exact form 0.5 x (1 + erf(x / sqrt(2))).
+// On the GPU they use the sm_90 fast paths (ex2.approx, lg2.approx, tanh.approx); docs/math.md
+// states each one's accuracy.
 #define TESSEL_FLOAT_UNARY(NAME, OP)                                                           \
   template <class E>                                                                           \
     requires detail::expr_like<E>                                                              \
@@ -42,6 +45,8 @@ TESSEL_FLOAT_UNARY(tanh, tanh)
 TESSEL_FLOAT_UNARY(sigmoid, sigmoid)
 TESSEL_FLOAT_UNARY(silu, silu)
 TESSEL_FLOAT_UNARY(gelu, gelu_tanh)
+TESSEL_FLOAT_UNARY(erf, erf)
+TESSEL_FLOAT_UNARY(gelu_erf, gelu_erf)
 #undef TESSEL_FLOAT_UNARY
 
 // Math on any numeric tile (float or i32): |x| and max(x, 0).
