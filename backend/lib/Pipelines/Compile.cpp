@@ -16,6 +16,7 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/OperationSupport.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
@@ -123,6 +124,62 @@ private:
   return ::tessel::dtype::i32;
 }
 
+/// The kernel's size contracts (SizeContract) and which arguments it stores
+/// into, read off the scheduled tessel IR (after CSE, so that a repeated
+/// `program_id(0) * BM` is one value). For every tessel.load / tessel.store of
+/// a kernel argument, tensor dimension d is accessed at offsets[d] with the
+/// tile's extent along d (1 for the leading dimensions a lower-rank tile does
+/// not cover). Two accesses of different arguments at the same non-constant
+/// offset value with the same extent make a contract:
+///
+///   %a = tessel.load %A[%m, %k] : ... -> tensor<128x64xbf16>   // A.0 at %m, 128; A.1 at %k, 64
+///   %b = tessel.load %B[%n, %k] : ... -> tensor<256x64xbf16>   // B.1 at %k, 64 -> A.1 == B.1
+///   tessel.store %c, %C[%m, %n] : tensor<128x256xbf16>, ...    // C.0 == A.0, C.1 == B.0
+void collectContracts(func::FuncOp fn, ::tessel::CompiledKernel &k) {
+  struct First {
+    int arg, dim;
+    std::string where;
+  };
+  llvm::DenseMap<std::pair<Value, int64_t>, First> firstAccess;
+  auto access = [&](Operation *op, Value ref, OperandRange offsets, ShapedType tile) {
+    auto arg = dyn_cast<BlockArgument>(ref);
+    if (!arg || arg.getOwner()->getParentOp() != fn.getOperation())
+      return;
+    const int argIndex = static_cast<int>(arg.getArgNumber());
+    const int rank = static_cast<int>(offsets.size());
+    const int lead = rank - static_cast<int>(tile.getRank());
+    for (int d = 0; d < rank; ++d) {
+      Value offset = offsets[d];
+      if (matchPattern(offset, m_Constant()))
+        continue;
+      const int64_t extent = d < lead ? 1 : tile.getDimSize(d - lead);
+      std::string where = userLocation(op->getLoc());
+      auto [it, inserted] = firstAccess.try_emplace({offset, extent}, First{argIndex, d, where});
+      if (inserted || it->second.arg == argIndex)
+        continue;
+      // The lower argument index first: messages then blame the later argument.
+      ::tessel::SizeContract c{it->second.arg, it->second.dim, argIndex, d, it->second.where, where};
+      if (c.argA > c.argB)
+        c = {c.argB, c.dimB, c.argA, c.dimA, c.whereB, c.whereA};
+      bool known = false;
+      for (const ::tessel::SizeContract &o : k.sizeContracts)
+        known |= o.argA == c.argA && o.dimA == c.dimA && o.argB == c.argB && o.dimB == c.dimB;
+      if (!known)
+        k.sizeContracts.push_back(c);
+    }
+  };
+  fn.walk([&](Operation *op) {
+    if (auto load = dyn_cast<mlir::tessel::LoadOp>(op))
+      access(op, load.getRef(), load.getOffsets(), load.getType());
+    else if (auto store = dyn_cast<mlir::tessel::StoreOp>(op)) {
+      access(op, store.getRef(), store.getOffsets(), store.getValue().getType());
+      if (auto arg = dyn_cast<BlockArgument>(store.getRef()))
+        if (arg.getArgNumber() < k.args.size())
+          k.args[arg.getArgNumber()].stored = true;
+    }
+  });
+}
+
 /// Writes `k.stages` and `input` (the failing step's input, with locations)
 /// into a new folder and returns it (see compileModule's `fail`).
 std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string &input,
@@ -159,7 +216,9 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
   auto fail = [&](const std::string &what) -> ::tessel::error {
     std::string msg = "tessel: " + what + (k.name.empty() ? "" : " (kernel '" + k.name + "')") +
                       ":\n" + diags.take();
-    if (!k.stages.empty()) {
+    // Scheduling errors are the user's (options, tile shapes): one line at their
+    // source. Later failures are tessel's: they get the reproducer.
+    if (k.stages.size() >= 2) {
       try {
         std::string dir = writeReproducer(k, input, o.dump_dir);
         msg += "IR reproducer: " + dir + "/\n";
@@ -167,6 +226,8 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
         msg += std::string("(no IR reproducer: ") + e.what() + ")\n";
       }
     }
+    if (o.verbose || ::tessel::runtime::knobs().verbose)
+      msg += "the failing step's input (TESSEL_VERBOSE):\n" + input;
     return ::tessel::error(msg);
   };
 
@@ -206,9 +267,11 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
   runStep("02-scheduled.mlir", "scheduling failed",
           [&](PassManager &pm) { buildSchedulePipeline(pm, po); });
   for (auto fn : module.getOps<func::FuncOp>())
-    if (fn.getSymName() == k.name)
+    if (fn.getSymName() == k.name) {
       if (auto s = fn->getAttrOfType<mlir::tessel::ScheduleAttr>(mlir::tessel::TesselDialect::getScheduleAttrName()))
         k.schedule = mlir::tessel::stringifyScheduleKind(s.getKind()).str();
+      collectContracts(fn, k);
+    }
   runStep("03-nvvm.mlir", "building the kernel failed",
           [&](PassManager &pm) { buildKernelPipeline(pm, po); });
 

@@ -163,11 +163,38 @@ void throwCudaError(CUresult r, std::string_view op, std::string_view kernel,
   msg += std::string(op) + " failed: " + cudaErrorText(r);
   if (!detail.empty())
     msg += " [" + std::string(detail) + "]";
-  if (isStickyCudaError(r))
+  if (isStickyCudaError(r)) {
     msg += "; this error is sticky: the CUDA context is now unusable and the process must "
            "restart (the fault may come from an earlier asynchronous launch; rerun with "
            "TESSEL_DEBUG=1 to synchronize after every launch)";
+    recordStickyFault(msg);
+  }
   throw tessel::error(msg);
+}
+
+namespace {
+std::mutex stickyMutex;
+std::string& stickyFault() {
+  static std::string first;
+  return first;
+}
+}  // namespace
+
+void recordStickyFault(const std::string& message) {
+  std::lock_guard<std::mutex> lock(stickyMutex);
+  if (stickyFault().empty())
+    stickyFault() = message;
+}
+
+void throwIfContextFaulted(std::string_view kernel) {
+  std::string first;
+  {
+    std::lock_guard<std::mutex> lock(stickyMutex);
+    first = stickyFault();
+  }
+  if (!first.empty())
+    throw tessel::error("tessel: kernel '" + std::string(kernel) +
+                        "' not launched: the CUDA context is unusable since an earlier fault (" + first + ")");
 }
 
 CUcontext ensureContext(CUstream stream, std::string_view kernel) {

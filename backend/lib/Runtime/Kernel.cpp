@@ -245,6 +245,15 @@ LoadedKernel& kernel_impl::select(std::span<const tensor_arg> args, grid g) {
   const std::string schedule = p.schedule.empty() ? std::string("?") : p.schedule;
   const std::string head = "kernel '" + p.name + "' (schedule " + schedule + ")";
   const std::vector<int> key = layoutKey(args);
+  if (nothingToDo(p, args, g))
+    return primary_;  // launch() returns without launching
+  if (tmaLoadsAnEmptyArg(p, args)) {
+    // K == 0 (Kernel.h, launch contract 3): not a fallback, so no note and no TESSEL_FALLBACK check.
+    if (verbose())
+      std::fprintf(stderr, "tessel: %s: an empty argument (K == 0): launching the schedule multistage variant\n",
+                   head.c_str());
+    return variant(VariantRequest{key, true, variantTag("multistage", key)});
+  }
   LoadedKernel* chosen = &primary_;
   std::string layoutFailure;
   if (!isDefaultLayout(key)) {
@@ -421,9 +430,12 @@ void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_ar
   LoadedKernel& variant = kernel.select(args, g);
   const CompiledKernel& k = variant.compiled();
   validateArgs(k, args, g);
+  if (nothingToDo(k, args, g))
+    return;  // Kernel.h, launch contract 3 (before step 2: it needs no GPU)
 
   CUstream s = static_cast<CUstream>(stream);
   CUcontext ctx = ensureContext(s, k.name);  // throws "no GPU"
+  throwIfContextFaulted(k.name);
   const CudaDriver& d = *cudaDriver();
 
   if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD) {
@@ -434,8 +446,6 @@ void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_ar
                           "': the stream belongs to another CUDA context than the one current on this thread");
   }
   checkDevicePointers(d, k, args);
-  if (hasEmptyArg(args))
-    return;  // documented in Kernel.h: nothing to launch for empty tensors
 
   CUfunction fn = static_cast<CUfunction>(variant.functionFor(ctx));
 

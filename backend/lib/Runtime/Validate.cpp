@@ -54,7 +54,10 @@ const char* dtypeName(dtype t) {
 
 namespace {
 
-constexpr std::int64_t kTmaMaxDim = std::int64_t(1) << 32;
+/// Tile offsets and TMA coordinates are signed 32-bit integers in the kernels
+/// (PTX tensor coordinates are .s32), so no dimension may exceed 2^31 - 1
+/// elements; byte offsets are 64-bit, so a tensor may hold more elements in all.
+constexpr std::int64_t kMaxDim = (std::int64_t(1) << 31) - 1;
 constexpr std::int64_t kTmaMaxStrideBytes = std::int64_t(1) << 40;
 
 bool tmaCapable(dtype t) {
@@ -132,9 +135,9 @@ std::pair<std::string, std::string> tmaRuleBroken(const tensor_arg& a, int inner
   if (!tmaCapable(a.type))
     return {"dtype", std::string("TMA cannot address ") + dtypeName(a.type) + " tensors"};
   for (int d = 0; d < a.rank; ++d)
-    if (a.sizes[d] > kTmaMaxDim)
+    if (a.sizes[d] > kMaxDim)
       return {"size-limit", "size of " + dimName(d) + " is " + std::to_string(a.sizes[d]) +
-                                "; TMA allows at most 2^32 elements per dimension"};
+                                "; TMA allows at most 2^31 - 1 elements per dimension"};
   if (a.data && reinterpret_cast<std::uintptr_t>(a.data) % 16 != 0)
     return {"base-alignment", "data address " + hexAddress(a.data) +
                                   " is not 16-byte aligned (TMA requires a 16-byte aligned base address)"};
@@ -162,16 +165,21 @@ std::pair<std::string, std::string> tmaRuleBroken(const tensor_arg& a, int inner
   return {};
 }
 
-/// True when TMA can address `a` with dimension `inner` contiguous (the rules
-/// validateArgs enforces for TMA-loaded arguments): 16-byte aligned base,
+/// True when a TMA store may write `a` with dimension `inner` contiguous: the
+/// rules validateArgs enforces for TMA-loaded arguments (16-byte aligned base,
 /// contiguous `inner` dimension, other strides multiples of 16 bytes below
-/// 2^40, sizes 1..2^32.
+/// 2^40, sizes 1..2^31-1), and rows that end on a 16-byte boundary. A TMA
+/// store clips the inner dimension only to 16 bytes: on the H200 a 17-element
+/// bf16 row in rows of 24 got 24 elements written (7 past the row; issue 11).
+/// Kernels whose output fails this store with bounds-checked pointer stores.
 bool tmaUsable(const tensor_arg& a, int inner) {
   if (a.data == nullptr)
     return false;
   for (int d = 0; d < a.rank; ++d)
     if (a.sizes[d] < 1)
       return false;
+  if (a.sizes[inner] * static_cast<std::int64_t>(elementSize(a.type)) % 16 != 0)
+    return false;
   return tmaRuleBroken(a, inner).first.empty();
 }
 
@@ -256,6 +264,28 @@ bool hasEmptyArg(std::span<const tensor_arg> args) {
   return false;
 }
 
+bool nothingToDo(const CompiledKernel& k, std::span<const tensor_arg> args, grid g) {
+  if (g.x == 0 || g.y == 0 || g.z == 0)
+    return true;
+  bool anyOutput = false;
+  for (std::size_t i = 0; i < args.size() && i < k.args.size(); ++i) {
+    if (!k.args[i].stored)
+      continue;
+    anyOutput = true;
+    if (!hasEmptyArg(args.subspan(i, 1)))
+      return false;
+  }
+  // Without outputs (a kernel description without `stored` flags), the old rule: any empty argument.
+  return anyOutput || hasEmptyArg(args);
+}
+
+bool tmaLoadsAnEmptyArg(const CompiledKernel& k, std::span<const tensor_arg> args) {
+  for (std::size_t i = 0; i < args.size() && i < k.args.size(); ++i)
+    if (k.args[i].loadedByTma && hasEmptyArg(args.subspan(i, 1)))
+      return true;
+  return false;
+}
+
 void validateCommonArgs(const CompiledKernel& k, std::span<const tensor_arg> args, grid g) {
   const std::string kernel = "tessel: kernel '" + k.name + "'";
   if (args.size() != k.args.size())
@@ -285,14 +315,20 @@ void validateCommonArgs(const CompiledKernel& k, std::span<const tensor_arg> arg
     for (int d = 0; d < rank; ++d) {
       if (a.sizes[d] < 0)
         fail("size of " + dimName(d) + " is " + std::to_string(a.sizes[d]) + "; sizes must be >= 0");
+      if (a.sizes[d] > kMaxDim)
+        fail("size of " + dimName(d) + " is " + std::to_string(a.sizes[d]) +
+             "; tessel kernels index each dimension with 32-bit integers: at most 2^31 - 1 = " +
+             std::to_string(kMaxDim) + " elements per dimension (the whole tensor may be larger)");
       empty |= a.sizes[d] == 0;
     }
-    for (int d = 0; d < rank; ++d)
+    // An empty tensor is never addressed: its strides do not matter.
+    for (int d = 0; d < rank && !empty; ++d)
       if (a.sizes[d] != 1 && a.strides[d] < 1)
         fail("stride of " + dimName(d) + " is " + std::to_string(a.strides[d]) +
              "; strides must be >= 1 (only dimensions of size 1 may have any stride)");
     // (TMA-loaded arguments: the TMA rules below say more.)
-    if (!tma && !hasStrideParam(k, static_cast<int>(i), inner) && a.sizes[inner] != 1 && a.strides[inner] != 1)
+    if (!empty && !tma && !hasStrideParam(k, static_cast<int>(i), inner) && a.sizes[inner] != 1 &&
+        a.strides[inner] != 1)
       fail("innermost stride (" + dimName(inner) + ") must be 1, got " + std::to_string(a.strides[inner]) +
            ": the kernel assumes a contiguous innermost dimension");
     if (!empty && a.data == nullptr)
@@ -321,17 +357,37 @@ void validateCommonArgs(const CompiledKernel& k, std::span<const tensor_arg> arg
   const unsigned limit[3] = {2147483647u, 65535u, 65535u};
   const char* axis[3] = {"x", "y", "z"};
   for (int i = 0; i < 3; ++i) {
-    if (ext[i] < 1)
-      throw tessel::error(kernel + ": " + gridText + ": grid." + axis[i] +
-                          " is 0; every grid extent must be >= 1");
+    // A zero extent (a grid built from an empty size) is accepted: launch() then launches nothing.
     if (ext[i] > limit[i])
       throw tessel::error(kernel + ": " + gridText + ": grid." + axis[i] + " is " +
                           std::to_string(ext[i]) + "; CUDA allows at most " + std::to_string(limit[i]));
-    if (!k.persistent && ext[i] % k.cluster[i] != 0)
+    if (!k.persistent && ext[i] != 0 && ext[i] % k.cluster[i] != 0)
       throw tessel::error(kernel + ": " + gridText + ": grid." + axis[i] + " = " + std::to_string(ext[i]) +
                           " is not a multiple of the cluster extent " + std::to_string(k.cluster[i]) +
                           " (the kernel was compiled for cluster (" + std::to_string(k.cluster[0]) + ", " +
                           std::to_string(k.cluster[1]) + ", " + std::to_string(k.cluster[2]) + "))");
+  }
+  // Persistent kernels number the tiles of the whole grid in 32 bits.
+  if (k.persistent && std::uint64_t(g.x) * g.y * g.z > std::uint64_t(kMaxDim))
+    throw tessel::error(kernel + ": " + gridText + ": " + std::to_string(std::uint64_t(g.x) * g.y * g.z) +
+                        " programs; a persistent kernel (schedule " + k.schedule +
+                        ") walks at most 2^31 - 1 tiles");
+
+  // The traced program's shape relations (SizeContract).
+  for (const SizeContract& c : k.sizeContracts) {
+    if (c.argA >= static_cast<int>(args.size()) || c.argB >= static_cast<int>(args.size()))
+      continue;
+    const std::int64_t sa = args[c.argA].sizes[c.dimA], sb = args[c.argB].sizes[c.dimB];
+    if (sa == sb)
+      continue;
+    std::string where;
+    if (!c.whereA.empty() && !c.whereB.empty())
+      where = " (" + c.whereA + " and " + c.whereB + ")";
+    throw tessel::error(kernel + ": argument " + std::to_string(c.argB) + " dimension " + std::to_string(c.dimB) +
+                        " has size " + std::to_string(sb) + " but argument " + std::to_string(c.argA) +
+                        " dimension " + std::to_string(c.dimA) + " has size " + std::to_string(sa) +
+                        "; they must be equal: the program reads or writes both at the same offsets with the "
+                        "same tile extent" + where);
   }
 }
 
@@ -370,13 +426,16 @@ int contiguousDimOf(const tensor_arg& a) {
   if (a.rank < 1 || a.rank > 3)
     return -1;
   const int last = a.rank - 1;
-  if (a.sizes[last] <= 1 || a.strides[last] == 1)
+  if (a.sizes[last] > 1 && a.strides[last] == 1)
     return last;
-  // The last dimension has size > 1 and a stride other than 1.
+  // The unit-stride dimension of size > 1, if another: a column-major M x 1
+  // operand (strides {1, M}) is contiguous along M, not along its one column
+  // (taking the last dimension made its row stride of 2 bytes break TMA's
+  // rules and fall back to multistage for the wrong reason; issue 11).
   for (int d = last - 1; d >= 0; --d)
     if (a.sizes[d] > 1 && a.strides[d] == 1)
       return d;
-  return -1;
+  return a.sizes[last] <= 1 ? last : -1;
 }
 
 std::vector<int> layoutKey(std::span<const tensor_arg> args) {

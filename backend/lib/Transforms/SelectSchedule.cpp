@@ -163,12 +163,12 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
     {
       StringRef text(cluster);
       auto [xs, ys] = text.split('x');
-      if (xs.getAsInteger(10, cx) || ys.getAsInteger(10, cy) || cx < 1 || cy < 1)
+      if (xs.getAsInteger(10, cx) || ys.getAsInteger(10, cy))
         return fn.emitError() << "cluster '" << cluster << "' is not of the form MxN (e.g. 2x1)";
     }
-    if (cx * cy > 2)
-      return fn.emitError() << "cluster " << cx << "x" << cy
-                            << " is not supported: use 1x1, 2x1 or 1x2 (two CTAs at most)";
+    if (cx < 1 || cy < 1 || cx * cy > 2)
+      return fn.emitError() << "option cluster = {" << cx << ", " << cy
+                            << "} is not supported: use {1, 1}, {2, 1} or {1, 2}";
     if (cx * cy > 1 && kind != ScheduleKind::cooperative && kind != ScheduleKind::pingpong)
       return m.dot.emitError() << "cluster " << cx << "x" << cy << " needs a persistent schedule "
                                << "(cooperative or pingpong), got '"

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "TestSupport.h"
+#include "tessel/Runtime/CudaDriver.h"
 #include "tessel/Runtime/Env.h"
 
 using namespace tessel;
@@ -155,3 +156,24 @@ TEST(WriteStages, UnwritableDirectoryIsAnError) {
 }
 
 }  // namespace
+
+// After a sticky fault every launch fails fast with the first fault's message. The record is
+// process-wide and permanent, so the check runs in a forked child (a death test).
+TEST(StickyFault, LaterLaunchesFailFastWithTheFirstMessage) {
+  EXPECT_EXIT(
+      {
+        tessel::runtime::recordStickyFault("tessel: kernel 'a': cuLaunchKernelEx failed: CUDA_ERROR_ILLEGAL_ADDRESS");
+        tessel::runtime::recordStickyFault("tessel: kernel 'b': a later fault is not the reason");
+        try {
+          tessel::runtime::throwIfContextFaulted("c");
+        } catch (const tessel::error& e) {
+          std::fprintf(stderr, "%s\n", e.what());
+          std::exit(0);
+        }
+        std::exit(1);
+      },
+      ::testing::ExitedWithCode(0),
+      "tessel: kernel 'c' not launched: the CUDA context is unusable since an earlier fault \\(tessel: "
+      "kernel 'a': cuLaunchKernelEx failed: CUDA_ERROR_ILLEGAL_ADDRESS\\)");
+  EXPECT_NO_THROW(tessel::runtime::throwIfContextFaulted("d"));  // this process had none
+}

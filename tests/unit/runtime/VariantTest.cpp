@@ -67,8 +67,11 @@ TEST(LayoutKey, ColumnMajorIsDimensionZero) {
 }
 
 TEST(LayoutKey, SizeOneDimensionsDoNotCount) {
-  // A single column: the last dimension has size 1, whatever its stride: default.
-  EXPECT_EQ(contiguousDimOf(tensor2d(dtype::bf16, nullptr, 256, 1, 1, 77)), 1);
+  // A single column whose rows are adjacent (column-major M x 1) is contiguous along its rows:
+  // the default layout would see a row stride of 2 bytes and fall back to multistage (issue 11).
+  EXPECT_EQ(contiguousDimOf(tensor2d(dtype::bf16, nullptr, 256, 1, 1, 77)), 0);
+  // A single column of a row-major matrix (rows 8 apart): the last dimension's stride is free.
+  EXPECT_EQ(contiguousDimOf(tensor2d(dtype::bf16, nullptr, 256, 1, 8, 1)), 1);
   // A single row with a contiguous last dimension; the outer stride is free.
   EXPECT_EQ(contiguousDimOf(tensor2d(dtype::bf16, nullptr, 1, 512, 0, 1)), 1);
   // A single row read with a stride: no unit-stride dimension of size > 1.

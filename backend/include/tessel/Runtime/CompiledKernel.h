@@ -23,6 +23,17 @@ struct ArgSpec {
   dtype type = dtype::f32;
   int rank = 0;
   bool loadedByTma = false;  ///< at least one parameter is a TMA descriptor of this arg
+  bool stored = false;       ///< the program stores into it (an output)
+};
+
+/// Two tensor dimensions the traced program reads or writes at the same offset with the same tile
+/// extent (A's K and B's K: both loaded at [.., k] with BK columns; C's rows and A's rows: both at
+/// m with BM rows; a bias vector and B's rows). Their sizes must be equal at launch, or the
+/// kernel silently computes over the smaller one. Offsets that are constants make no contract.
+struct SizeContract {
+  int argA = 0, dimA = 0;  ///< the first access (in program order)
+  int argB = 0, dimB = 0;  ///< a later access with the same offset and extent
+  std::string whereA, whereB;  ///< the accesses' source positions ("file:line:col"), or ""
 };
 
 /// One PTX kernel parameter, in order.
@@ -60,6 +71,7 @@ struct CompiledKernel {
   std::string name;               ///< PTX entry name
   std::vector<ArgSpec> args;      ///< user arguments, in order
   std::vector<ParamSpec> params;  ///< PTX parameters, in order
+  std::vector<SizeContract> sizeContracts;  ///< checked at launch (validateCommonArgs)
   unsigned blockThreads = 128;
   unsigned dynamicSmemBytes = 0;
   std::array<unsigned, 3> cluster{1, 1, 1};

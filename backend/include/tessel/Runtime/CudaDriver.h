@@ -103,6 +103,17 @@ bool isStickyCudaError(CUresult r);
                                  std::string_view kernel = {},
                                  std::string_view detail = {});
 
+/// Remembers the first sticky fault of the process (throwCudaError calls it):
+/// after one, every later launch fails fast with that message instead of
+/// reaching the driver with a dead context. One record for the process: tessel
+/// launches into one context per device, and a fault of one is reported
+/// honestly as the reason for refusing the others.
+void recordStickyFault(const std::string& message);
+
+/// Throws "kernel 'K' not launched: the CUDA context is unusable since an
+/// earlier fault (<first message>)" after a recorded sticky fault.
+void throwIfContextFaulted(std::string_view kernel);
+
 /// Checks a driver call's result; see throwCudaError.
 inline void checkCuda(CUresult r, std::string_view op, std::string_view kernel = {},
                       std::string_view detail = {}) {

@@ -16,10 +16,13 @@
 //  2. The GPU: a context is made current (ensureContext), every non-empty
 //     argument must be device memory usable from that context (host memory,
 //     pinned or pageable, is rejected), and a user stream must belong to it.
-//  3. If any argument has zero elements, nothing is launched and the call
-//     returns: a TMA descriptor cannot describe an empty tensor, and doing the
-//     same for every schedule keeps results independent of the schedule.
-//     Outputs are then left untouched (a GEMM with K == 0 does not zero C).
+//  3. Empty problems (docs/errors.md): when the grid has a zero extent or
+//     every output has zero elements (M == 0 or N == 0), nothing is launched
+//     and the call returns. Otherwise the kernel runs: an empty input (a GEMM
+//     with K == 0) makes a mainloop of no iteration, so the outputs get the
+//     epilogue of a zero accumulator; where the kernel would load the empty
+//     input with TMA, which cannot describe it, select() launches the
+//     multistage variant (no note: it is not a fallback for a broken rule).
 //     A zero-element argument may have a null data pointer.
 //  4. The kernel's module is loaded into the context if needed (architecture
 //     and shared-memory limits are checked then), the parameters are built in
@@ -178,7 +181,7 @@ void validateCompiledKernel(const CompiledKernel& k);
 /// tessel::error "tessel: kernel 'K' argument I: <rule>" or
 /// "tessel: kernel 'K': <grid rule>". Rules, per argument:
 ///  - the argument count matches; rank and dtype match the signature;
-///  - sizes >= 0 and, for TMA-loaded arguments, <= 2^32;
+///  - sizes 0..2^31-1 (the kernels index each dimension in 32 bits);
 ///  - strides >= 1, except for dimensions of size 1, whose stride is never
 ///    used (so any value is accepted there);
 ///  - the innermost stride is 1 when the argument is TMA-loaded or when the
@@ -215,10 +218,12 @@ std::optional<TmaViolation> findTmaViolation(const CompiledKernel& k, std::span<
 
 /// The unit-stride dimension of `a`, for layout specialisation. Dimensions of
 /// size 1 are never stepped along, so they do not count: rank-1 when the last
-/// dimension has stride 1 or size <= 1 (the default layout, also for a tensor
-/// of size-1 dimensions); else the highest dimension of size > 1 with stride 1;
-/// -1 when no dimension of size > 1 has stride 1 (only pointer paths with the
-/// real strides, e.g. schedule multistage, can address it).
+/// dimension has size > 1 and stride 1; else the highest dimension of size > 1
+/// with stride 1 (a column-major M x 1 operand is contiguous along M); else
+/// rank-1 when the last dimension has size <= 1 (the default layout, also for
+/// a tensor of size-1 dimensions); -1 when no dimension of size > 1 has stride
+/// 1 (only pointer paths with the real strides, e.g. schedule multistage, can
+/// address it).
 int contiguousDimOf(const tensor_arg& a);
 /// The layout key of a launch: per argument, contiguousDimOf(a) when that is
 /// not the last dimension, else -1 (the default, also for "no unit-stride
@@ -231,8 +236,20 @@ bool isDefaultLayout(const std::vector<int>& key);
 /// "multistage", "tma-L0__", "multistage-L_0_".
 std::string variantTag(const std::string& schedule, const std::vector<int>& key);
 
-/// True when some argument has zero elements (then launch does nothing).
+/// True when some argument has zero elements.
 bool hasEmptyArg(std::span<const tensor_arg> args);
+
+/// True when a launch has nothing to write: the grid has a zero extent, or
+/// every argument the program stores into has zero elements (then launch
+/// validates and returns). A GEMM with K == 0 is not nothing: its outputs get
+/// the epilogue of a zero accumulator.
+bool nothingToDo(const CompiledKernel& k, std::span<const tensor_arg> args, grid g);
+
+/// True when the kernel loads with TMA an argument that has zero elements
+/// (K == 0): TMA cannot describe it, so kernel_impl::select launches the
+/// schedule multistage variant, whose bounds-checked pointer loads need no
+/// descriptor and whose mainloop then has no iteration.
+bool tmaLoadsAnEmptyArg(const CompiledKernel& k, std::span<const tensor_arg> args);
 
 /// What cuTensorMapEncodeTiled is called with for one TMA parameter, kept
 /// free of CUDA types so that it can be tested without a GPU.

@@ -178,7 +178,7 @@ tensor_arg view(const void* data, std::initializer_list<std::int64_t> sizes,
     std::int64_t stride = 1;
     for (int d = a.rank - 1; d >= 0; --d) {
       a.strides[d] = stride;
-      stride *= a.sizes[d];
+      stride *= a.sizes[d] > 1 ? a.sizes[d] : 1;  // an empty tensor still gets strides >= 1
     }
   } else {
     i = 0;

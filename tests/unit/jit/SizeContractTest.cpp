@@ -1,0 +1,137 @@
+//===- SizeContractTest.cpp - the traced program's shape relations --------===//
+//
+// ts::jit derives from the traced program which argument dimensions must
+// agree (A's K and B's K, C's rows and A's rows, the bias and B's rows) and
+// checks them at launch, before it looks for a GPU: a mismatch is a
+// tessel::error naming both arguments and dimensions, and the K == 0 GEMM is
+// launched (multistage variant) rather than skipped. No GPU is needed.
+//
+//===----------------------------------------------------------------------===//
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "02_gemm/gemm.hpp"
+#include "03_gemm_bias_relu/gemm_bias_relu.hpp"
+#include "scoped_env.hpp"
+
+namespace ts = tessel;
+using ::testing::ContainsRegex;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+namespace {
+
+const void* fake(std::uintptr_t a) { return reinterpret_cast<const void*>(a); }
+
+/// Launches; returns the tessel::error's message (every launch here throws: a contract, or no GPU /
+/// fake addresses).
+template <class... Args>
+std::string launchError(ts::kernel& k, ts::grid g, const Args&... args) {
+  try {
+    k.launch(nullptr, g, args...);
+  } catch (const ts::error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+class SizeContracts : public ::testing::Test {
+protected:
+  tessel_test::scoped_env fresh{"TESSEL_DISABLE_CACHE", "1"};
+  tessel_test::scoped_env quiet{"TESSEL_FALLBACK", "quiet"};
+  ts::kernel gemm = ts::jit(examples::gemm<128, 128, 64>{}, {.schedule = ts::schedule::cooperative});
+  ts::tensor_arg mat(std::uintptr_t addr, std::int64_t r, std::int64_t c) {
+    return ts::view<ts::bf16>(fake(addr), {r, c});
+  }
+};
+
+TEST_F(SizeContracts, MismatchedKNamesBothArguments) {
+  // A: 192 x 128, B: 64 x 64 (K = 64), C: 192 x 64 (the report: it ran over min(K_A, K_B)).
+  std::string what = launchError(gemm, ts::grid{2, 1}, mat(0x7f0000100000, 192, 128), mat(0x7f0000200000, 64, 64),
+                                 mat(0x7f0000300000, 192, 64));
+  EXPECT_THAT(what, HasSubstr("tessel: kernel '" + gemm.name() +
+                              "': argument 1 dimension 1 has size 64 but argument 0 dimension 1 has size 128; "
+                              "they must be equal: the program reads or writes both at the same offsets with the "
+                              "same tile extent ("));
+  EXPECT_THAT(what, ContainsRegex("02_gemm/gemm.hpp:[0-9]+:[0-9]+ and .*02_gemm/gemm.hpp:[0-9]+:[0-9]+\\)$"));
+}
+
+TEST_F(SizeContracts, OutputMustMatchTheOperands) {
+  std::string rows = launchError(gemm, ts::grid{2, 1}, mat(0x7f0000100000, 192, 128),
+                                 mat(0x7f0000200000, 64, 128), mat(0x7f0000300000, 191, 64));
+  EXPECT_THAT(rows, HasSubstr("argument 2 dimension 0 has size 191 but argument 0 dimension 0 has size 192"));
+  std::string cols = launchError(gemm, ts::grid{2, 1}, mat(0x7f0000100000, 192, 128),
+                                 mat(0x7f0000200000, 64, 128), mat(0x7f0000300000, 192, 65));
+  EXPECT_THAT(cols, HasSubstr("argument 2 dimension 1 has size 65 but argument 1 dimension 0 has size 64"));
+}
+
+TEST_F(SizeContracts, BiasLengthMustMatchN) {
+  ts::kernel k = ts::jit(examples::gemm_bias_relu<128, 128, 64>{}, {.schedule = ts::schedule::tma});
+  std::string what = launchError(k, ts::grid{2, 1}, mat(0x7f0000100000, 192, 128), mat(0x7f0000200000, 64, 128),
+                                 ts::view<ts::bf16>(fake(0x7f0000400000), {63}), mat(0x7f0000300000, 192, 64));
+  EXPECT_THAT(what, HasSubstr("argument 2 dimension 0 has size 63 but argument 1 dimension 0 has size 64"));
+}
+
+TEST_F(SizeContracts, ConsistentArgumentsGetPastTheContracts) {
+  std::string what = launchError(gemm, ts::grid{2, 1}, mat(0x7f0000100000, 192, 128),
+                                 mat(0x7f0000200000, 64, 128), mat(0x7f0000300000, 192, 64));
+  EXPECT_THAT(what, Not(HasSubstr("must be equal")));
+}
+
+TEST_F(SizeContracts, EmptyProblems) {
+  // M == 0 with a grid built from it (cdiv(0, 128) == 0): nothing to do, no error, no GPU needed.
+  EXPECT_EQ(launchError(gemm, ts::grid{0, 1}, mat(0, 0, 128), mat(0x7f0000200000, 64, 128), mat(0, 0, 64)), "");
+  // K == 0 with ts::view's strides: launched (C gets the epilogue of a zero accumulator) through the
+  // multistage variant, so it gets as far as the GPU (absent here, or fake addresses there).
+  std::string what = launchError(gemm, ts::grid{2, 1}, mat(0, 192, 0), mat(0, 64, 0), mat(0x7f0000300000, 192, 64));
+  EXPECT_THAT(what, Not(HasSubstr("stride")));
+  EXPECT_THAT(what, Not(HasSubstr("must be equal")));
+  EXPECT_NE(what, "") << "a K == 0 GEMM must be launched, not skipped";
+}
+
+}  // namespace
+
+namespace {
+
+/// ts::jit's error for a GEMM with `o` ("" if none).
+std::string jitError(const ts::options& o) {
+  try {
+    ts::jit(examples::gemm<128, 128, 64>{}, o);
+  } catch (const ts::error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(OptionErrors, TwoLinesAtTheUsersSourceWithoutIR) {
+  tessel_test::scoped_env fresh{"TESSEL_DISABLE_CACHE", "1"};
+  tessel_test::scoped_env quiet{"TESSEL_VERBOSE", std::nullopt};
+  const std::string head = "tessel: scheduling failed \\(kernel 'examples_gemm_128_128_64'\\):\n";
+  // The location of the user's ts::jit call (in jitError above), where the options are given.
+  const std::string at = "^" + head + ".*tests/unit/jit/SizeContractTest\\.cpp:[0-9]+:[0-9]+: error: ";
+  struct Case {
+    ts::options o;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {{.schedule = ts::schedule::cooperative, .cluster = {0, 1}},
+       "option cluster = \\{0, 1\\} is not supported: use \\{1, 1\\}, \\{2, 1\\} or \\{1, 2\\}"},
+      {{.schedule = ts::schedule::cooperative, .cluster = {2, 2}},
+       "option cluster = \\{2, 2\\} is not supported: use \\{1, 1\\}, \\{2, 1\\} or \\{1, 2\\}"},
+      {{.schedule = ts::schedule::tma, .swizzle = 48},
+       "option swizzle = 48 is not one of 0 \\(automatic\\), 128, 64, 32, -1 \\(none\\)"},
+      {{.schedule = ts::schedule::tma, .raster_group = -1},
+       "option raster-group \\(options::raster_group\\) must be in \\[0, 1024\\] \\(0: the default, 8\\), got -1"},
+  };
+  for (const Case& c : cases) {
+    std::string what = jitError(c.o);
+    EXPECT_THAT(what, ::testing::MatchesRegex(at + c.message + "\n")) << what;
+    EXPECT_THAT(what, Not(HasSubstr("func.func"))) << "the IR is printed only under TESSEL_VERBOSE";
+    EXPECT_THAT(what, Not(HasSubstr("reproducer"))) << "a user error is not a compiler failure";
+  }
+}
+
+}  // namespace
