@@ -24,28 +24,37 @@
 
 namespace cl = llvm::cl;
 
-static cl::opt<std::string> input(cl::Positional, cl::desc("<tessel .mlir file>"), cl::Required);
-static cl::opt<std::string> dumpDir("dump-dir", cl::desc("write every stage here"), cl::init(""));
+// --help lists these only; LLVM's own options still work (--help-hidden lists them).
+static cl::OptionCategory category("tessel-compile options");
+
+static cl::opt<std::string> input(cl::Positional, cl::desc("<tessel .mlir file>"), cl::Required,
+                                  cl::cat(category));
+static cl::opt<std::string> dumpDir("dump-dir", cl::desc("write every stage here"), cl::init(""),
+                                    cl::cat(category));
 static cl::opt<std::string> scheduleOpt(
     "schedule", cl::desc("tma | multistage | warp_specialized | cooperative | pingpong | auto"),
-    cl::init("auto"));
+    cl::init("auto"), cl::cat(category));
 static cl::opt<std::string> clusterOpt("cluster", cl::desc("CTA cluster: 1x1, 2x1 or 1x2"),
-                                       cl::init("1x1"));
-static cl::opt<int> stagesOpt("stages", cl::desc("ring depth (0: auto)"), cl::init(0));
+                                       cl::init("1x1"), cl::cat(category));
+static cl::opt<int> stagesOpt("stages", cl::desc("ring depth (0: auto)"), cl::init(0),
+                              cl::cat(category));
 static cl::opt<int> rasterOpt("raster-group",
                               cl::desc("rows of tiles per grouped-raster group (0: 8)"),
-                              cl::init(0));
+                              cl::init(0), cl::cat(category));
 static cl::opt<std::string> decompositionOpt(
     "decomposition",
     cl::desc("how persistent CTAs split the tiles: auto | data-parallel | stream-k"),
-    cl::init("auto"));
+    cl::init("auto"), cl::cat(category));
 static cl::opt<std::string> swizzleOpt(
     "swizzle", cl::desc("shared-memory swizzle of the GEMM operands: auto | none | 32 | 64 | 128"),
-    cl::init("auto"));
+    cl::init("auto"), cl::cat(category));
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  cl::ParseCommandLineOptions(argc, argv, "tessel ahead-of-time compiler\n");
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "tessel ahead-of-time compiler: a traced tessel .mlir file to PTX and a "
+                              "cubin (no GPU needed)\n");
   mlir::DialectRegistry registry;
   tessel::registerAllDialects(registry);
   mlir::MLIRContext ctx(registry);

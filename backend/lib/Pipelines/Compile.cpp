@@ -36,6 +36,7 @@ std::string printIR(ModuleOp m, bool locations) {
   if (locations)
     flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
   m->print(os, flags);
+  os << "\n"; // as tessel-opt prints it: a replayed stage is byte-identical to the dump
   return s;
 }
 

@@ -100,6 +100,30 @@ void ::tessel::registerAllPasses() {
   registerSCFToControlFlowPass();
   registerConvertToLLVMPass();
   registerReconcileUnrealizedCastsPass();
+  // The JIT's three steps, one per dumped stage (Compile.cpp), so that each
+  // stage replays to the next: 01-tessel -> 02-scheduled -> 03-nvvm -> 04-llvm.
+  PassPipelineRegistration<TesselPipelineCLOptions>(
+      "tessel-schedule-pipeline", "01-tessel.mlir -> 02-scheduled.mlir (the JIT's first step)",
+      [](OpPassManager &pm, const TesselPipelineCLOptions &cl) {
+        PipelineOptions o;
+        o.schedule = cl.schedule;
+        o.stages = cl.stages;
+        o.cluster = cl.cluster;
+        o.swizzle = cl.swizzle;
+        o.rasterGroup = cl.rasterGroup;
+        o.decomposition = cl.decomposition;
+        buildSchedulePipeline(pm, o);
+      });
+  PassPipelineRegistration<TesselPipelineCLOptions>(
+      "tessel-kernel-pipeline", "02-scheduled.mlir -> 03-nvvm.mlir (the JIT's second step)",
+      [](OpPassManager &pm, const TesselPipelineCLOptions &cl) {
+        PipelineOptions o;
+        o.boundedWaits = cl.boundedWaits;
+        buildKernelPipeline(pm, o);
+      });
+  PassPipelineRegistration<>("tessel-to-llvm-pipeline",
+                             "03-nvvm.mlir -> 04-llvm.mlir (the JIT's third step)",
+                             [](OpPassManager &pm) { buildToLLVMPipeline(pm); });
   PassPipelineRegistration<TesselPipelineCLOptions>(
       "tessel-pipeline", "tessel IR to LLVM-dialect kernels (the JIT's pipeline up to PTX)",
       [](OpPassManager &pm, const TesselPipelineCLOptions &cl) {

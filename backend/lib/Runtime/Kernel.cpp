@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Runtime/Kernel.h"
+#include "tessel/Runtime/Ptxas.h"
 
 #include <cctype>
 #include <cinttypes>
@@ -575,45 +576,34 @@ void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_ar
 
 std::string stage_text(const kernel_impl& kernel, const std::string& stage) {
   const CompiledKernel& k = kernel.compiled();
+  // The names kernel::stage documents (jit.hpp), each one stage; a dump file's
+  // own name ("03-nvvm.mlir") works too.
+  static const std::pair<const char*, const char*> names[] = {
+      {"tessel", "01-tessel.mlir"}, {"scheduled", "02-scheduled.mlir"}, {"nvvm", "03-nvvm.mlir"},
+      {"llvm", "04-llvm.mlir"},     {"ll", "05-kernel.ll"},            {"opt.ll", "06-kernel.opt.ll"}};
   if (stage == "ptx")
     return k.ptx;
   if (stage == "ptxas.log")
     return k.ptxasLog;
-  if (stage == "cubin")
-    return k.cubin;
-  // Best match first: the whole file name, its extension ("ll" ->
-  // "kernel.ll"), its stem without the "NN-" order prefix ("llvm" ->
-  // "03-llvm.mlir"), and only then any file name containing the string (so
-  // that "ll" does not pick "03-llvm.mlir" over "04-kernel.ll").
-  auto stem = [](const std::string& n) {
-    std::string s = n.substr(0, n.rfind('.'));
-    size_t dash = s.find('-');
-    if (dash != std::string::npos && dash > 0 &&
-        s.find_first_not_of("0123456789") == dash)
-      s = s.substr(dash + 1);
-    return s;
-  };
-  auto extension = [](const std::string& n) {
-    size_t dot = n.rfind('.');
-    return dot == std::string::npos ? std::string() : n.substr(dot + 1);
-  };
-  if (!stage.empty()) {
-    for (int level = 0; level < 4; ++level)
-      for (const auto& [name, text] : k.stages) {
-        bool match = level == 0   ? name == stage
-                     : level == 1 ? extension(name) == stage
-                     : level == 2 ? stem(name) == stage
-                                  : name.find(stage) != std::string::npos;
-        if (match)
-          return text;
-      }
+  if (stage == "cubin" || stage == "sass") {
+    if (k.cubin.empty())
+      throw tessel::error("tessel: kernel '" + k.name + "' has no cubin (ptxas was not found when it was compiled), so "
+                          "no stage '" + stage + "'");
+    return stage == "cubin" ? k.cubin : disassembleCubin(k.cubin, k.name);
   }
-  std::string available = "ptx, ptxas.log";
-  if (!k.cubin.empty())
-    available += ", cubin";
-  for (const auto& st : k.stages)
-    available += ", " + st.first;
-  throw tessel::error("tessel: kernel '" + k.name + "' has no stage '" + stage + "'; available: " + available);
+  std::string file = stage;
+  for (const auto& [name, f] : names)
+    if (stage == name)
+      file = f;
+  for (const auto& [name, text] : k.stages)
+    if (name == file)
+      return text;
+  std::string available;
+  for (const auto& [name, f] : names)
+    available += std::string(available.empty() ? "" : ", ") + name;
+  available += ", ptx, ptxas.log, cubin, sass";
+  throw tessel::error("tessel: kernel '" + k.name + "' has no stage '" + stage + "'; stages: " + available +
+                      " (or a dump file's name)");
 }
 
 }  // namespace tessel::detail

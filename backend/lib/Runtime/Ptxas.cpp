@@ -196,6 +196,22 @@ std::string compilePtxToCubin(const std::string& ptx, const std::string& arch, s
   return bin;
 }
 
+std::string disassembleCubin(const std::string& cubin, const std::string& kernel) {
+  std::string tried;
+  std::string ptxas = findPtxas(&tried);
+  std::string cuobjdump = ptxas.empty() ? std::string() : ptxas.substr(0, ptxas.rfind('/') + 1) + "cuobjdump";
+  if (cuobjdump.empty() || !isExecutableFile(cuobjdump))
+    throw tessel::error("tessel: kernel '" + kernel + "': stage 'sass' needs cuobjdump from the CUDA toolkit "
+                        "(next to ptxas; " + (ptxas.empty() ? tried : "not in " + ptxas.substr(0, ptxas.rfind('/'))) +
+                        ")");
+  TempFile in(".cubin");
+  writeFileAtomic(in.path, cubin);
+  RunResult r = runProcess({cuobjdump, "-sass", in.path});
+  if (r.exitCode != 0)
+    throw tessel::error("tessel: kernel '" + kernel + "': cuobjdump -sass failed:\n" + r.output);
+  return r.output;
+}
+
 std::string ptxasVersion() {
   std::string tried;
   std::string ptxas = findPtxas(&tried);

@@ -66,3 +66,13 @@ func.func @dim(%A: !tessel.ref<2 x f32>) {
   %d = tessel.dim %A, 2 : !tessel.ref<2 x f32>
   return
 }
+
+// -----
+
+// expected-error @+1 {{expected cluster, raster or stream_k (in this order) after ',', got 'cluster'}}
+func.func @order() attributes {a = #tessel.schedule<kind = tma, tile = [128, 128, 64], stages = 4, warpgroups = 1, swizzle = 128, raster = 4, cluster = [2, 1]>} { return }
+
+// -----
+
+// expected-error @+1 {{unknown schedule kind 'fast'}}
+func.func @kind() attributes {a = #tessel.schedule<kind = fast, tile = [128, 128, 64], stages = 4, warpgroups = 1, swizzle = 128>} { return }

@@ -41,3 +41,18 @@ func.func @all_ops(%A: !tessel.ref<2 x bf16>, %b: !tessel.ref<1 x f32>) attribut
 func.func @scheduled() attributes {tessel.schedule = #tessel.schedule<kind = tma, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128>} {
   return
 }
+
+// The optional entries round-trip alone and together (the default cooperative / pingpong
+// attribute has stream_k without cluster: its dumps used to fail to parse, `expected 'cluster'`).
+// CHECK-LABEL: func.func @scheduled_optional
+// CHECK-SAME: swizzle = 128, stream_k = 1>
+// CHECK-SAME: swizzle = 64, raster = 16>
+// CHECK-SAME: swizzle = 128, cluster = [2, 1], raster = 4>
+// CHECK-SAME: swizzle = 32, cluster = [1, 2], raster = 16, stream_k = 1>
+func.func @scheduled_optional() attributes {
+    a = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128, stream_k = 1>,
+    b = #tessel.schedule<kind = pingpong, tile = [128, 128, 64], stages = 4, warpgroups = 2, swizzle = 64, raster = 16>,
+    c = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 3, warpgroups = 2, swizzle = 128, cluster = [2, 1], raster = 4>,
+    d = #tessel.schedule<kind = pingpong, tile = [128, 128, 64], stages = 4, warpgroups = 2, swizzle = 32, cluster = [1, 2], raster = 16, stream_k = 1>} {
+  return
+}

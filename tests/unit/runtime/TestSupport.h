@@ -40,10 +40,11 @@ inline CompiledKernel gemmKernel() {
   k.ptx = "// not assembled in these tests\n";
   k.ptxasLog = "ptxas info    : Used 90 registers\n";
   k.stages = {{"01-tessel.mlir", "tessel ir"},
-              {"02-hopper.mlir", "hopper ir"},
-              {"03-llvm.mlir", "llvm dialect"},
-              {"04-kernel.ll", "llvm ir"},
-              {"05-kernel.sass", "sass text"}};
+              {"02-scheduled.mlir", "scheduled ir"},
+              {"03-nvvm.mlir", "nvvm ir"},
+              {"04-llvm.mlir", "llvm dialect"},
+              {"05-kernel.ll", "llvm ir"},
+              {"06-kernel.opt.ll", "optimized llvm ir"}};
   return k;
 }
 

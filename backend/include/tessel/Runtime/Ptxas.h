@@ -36,6 +36,10 @@ std::string compilePtxToCubin(const std::string& ptx, const std::string& arch, s
 /// there is no ptxas.
 std::string ptxasVersion();
 
+/// `cuobjdump -sass` of `cubin` (cuobjdump from the toolkit that has ptxas).
+/// Throws tessel::error, naming `kernel`, when there is none or it fails.
+std::string disassembleCubin(const std::string& cubin, const std::string& kernel);
+
 /// What `ptxas -v` said about one kernel.
 struct PtxasReport {
   int registers = -1;              ///< registers per thread; -1 if the log has none

@@ -54,6 +54,74 @@ LogicalResult RefType::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 //===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+// #tessel.schedule<kind = K, tile = [M, N, K], stages = S, warpgroups = W,
+//                  swizzle = B[, cluster = [X, Y]][, raster = R][, stream_k = 1]>
+// The optional entries in this order, each omitted when it has its default.
+Attribute ScheduleAttr::parse(AsmParser &p, Type) {
+  auto keyword = [&](StringRef name) -> ParseResult {
+    return failure(failed(p.parseKeyword(name)) || failed(p.parseEqual()));
+  };
+  std::string kindName;
+  SmallVector<int64_t> tile, cluster;
+  int64_t stages = 0, warpgroups = 0, swizzle = 0, raster = 0, streamK = 0;
+  auto intList = [&](SmallVectorImpl<int64_t> &out) -> ParseResult {
+    return p.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
+      return p.parseInteger(out.emplace_back());
+    });
+  };
+  SMLoc kindLoc;
+  if (p.parseLess() || keyword("kind") || (kindLoc = p.getCurrentLocation(), false) ||
+      p.parseKeywordOrString(&kindName) || p.parseComma() || keyword("tile") || intList(tile) ||
+      p.parseComma() || keyword("stages") || p.parseInteger(stages) || p.parseComma() ||
+      keyword("warpgroups") || p.parseInteger(warpgroups) || p.parseComma() ||
+      keyword("swizzle") || p.parseInteger(swizzle))
+    return {};
+  std::optional<ScheduleKind> kind = symbolizeScheduleKind(kindName);
+  if (!kind)
+    return p.emitError(kindLoc) << "unknown schedule kind '" << kindName << "'", Attribute();
+  int last = 0; // the optional entries, in order: 1 cluster, 2 raster, 3 stream_k
+  while (succeeded(p.parseOptionalComma())) {
+    StringRef name;
+    SMLoc at = p.getCurrentLocation();
+    if (p.parseKeyword(&name) || p.parseEqual())
+      return {};
+    int order = name == "cluster" ? 1 : name == "raster" ? 2 : name == "stream_k" ? 3 : 0;
+    if (order <= last)
+      return p.emitError(at) << "expected cluster, raster or stream_k (in this order) after '"
+                             << (last ? "," : "swizzle") << "', got '" << name << "'",
+             Attribute();
+    last = order;
+    if ((order == 1 && intList(cluster)) || (order == 2 && p.parseInteger(raster)) ||
+        (order == 3 && p.parseInteger(streamK)))
+      return {};
+  }
+  if (p.parseGreater())
+    return {};
+  return ScheduleAttr::get(p.getContext(), *kind, tile, stages, warpgroups, swizzle, cluster,
+                           raster, streamK);
+}
+
+void ScheduleAttr::print(AsmPrinter &p) const {
+  p << "<kind = " << stringifyScheduleKind(getKind()) << ", tile = [";
+  llvm::interleaveComma(getTile(), p);
+  p << "], stages = " << getStages() << ", warpgroups = " << getWarpgroups()
+    << ", swizzle = " << getSwizzle();
+  if (!getCluster().empty()) {
+    p << ", cluster = [";
+    llvm::interleaveComma(getCluster(), p);
+    p << "]";
+  }
+  if (getRaster() != 0)
+    p << ", raster = " << getRaster();
+  if (getStreamk() != 0)
+    p << ", stream_k = " << getStreamk();
+  p << ">";
+}
+
+//===----------------------------------------------------------------------===//
 // Ops
 //===----------------------------------------------------------------------===//
 

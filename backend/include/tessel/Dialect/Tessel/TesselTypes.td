@@ -68,11 +68,12 @@ def Tessel_ScheduleAttr : AttrDef<Tessel_Dialect, "Schedule"> {
                         OptionalArrayRefParameter<"int64_t">:$cluster,
                         DefaultValuedParameter<"int64_t", "0">:$raster,
                         DefaultValuedParameter<"int64_t", "0">:$streamk);
-  let assemblyFormat = [{
-    `<` `kind` `=` $kind `,` `tile` `=` `[` $tile `]` `,` `stages` `=` $stages `,`
-    `warpgroups` `=` $warpgroups `,` `swizzle` `=` $swizzle (`,` `cluster` `=` `[` $cluster^ `]`)?
-    (`,` `raster` `=` $raster^)? (`,` `stream_k` `=` $streamk^)? `>`
-  }];
+  // Hand-written (TesselDialect.cpp): the declarative format's optional groups
+  // `(`,` `cluster` ...)?` all begin with `,`, so after `swizzle = 128` its
+  // parser took any comma as the start of `cluster` and rejected
+  // `, stream_k = 1` (`expected 'cluster'`): the default cooperative and
+  // pingpong dumps could not be replayed. The text is unchanged.
+  let hasCustomAssemblyFormat = 1;
   let extraClassDeclaration = [{
     /// CTAs of the cluster along program_id 0 and 1 ({1, 1} when omitted).
     std::array<int64_t, 2> getClusterShape() const {
