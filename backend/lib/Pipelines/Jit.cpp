@@ -55,10 +55,42 @@ std::string cacheKey(mlir::ModuleOp module, const tessel::options &o, const std:
   return key;
 }
 
+/// Where a kernel's stages are dumped: options::dump_dir itself (the caller
+/// named a folder for this kernel), else a subfolder of TESSEL_DUMP_DIR per
+/// kernel and options, so that the kernels of one process do not overwrite
+/// each other's files: <kernel>.<schedule>[.s<stages>][.c<X>x<Y>][.sw<bytes>]
+/// [.r<raster>][.<decomposition>][.debug], e.g. examples_gemm_128_256_64.cooperative.c2x1.
+/// "" when nothing is dumped.
+std::string dumpDirFor(mlir::ModuleOp module, const tessel::options &o, const tessel::runtime::Knobs &knobs) {
+  if (!o.dump_dir.empty())
+    return o.dump_dir;
+  if (knobs.dumpDir.empty())
+    return {};
+  std::string name = "kernel";
+  for (auto fn : module.getOps<mlir::func::FuncOp>())
+    if (fn->hasAttr("tessel.kernel"))
+      name = fn.getSymName().str();
+  std::string dir = knobs.dumpDir + "/" + name + "." + tessel::scheduleName(o.schedule);
+  if (o.stages)
+    dir += ".s" + std::to_string(o.stages);
+  if (o.cluster[0] != 1 || o.cluster[1] != 1)
+    dir += ".c" + std::to_string(o.cluster[0]) + "x" + std::to_string(o.cluster[1]);
+  if (o.swizzle)
+    dir += ".sw" + std::to_string(o.swizzle);
+  if (o.raster_group)
+    dir += ".r" + std::to_string(o.raster_group);
+  if (o.decomposition != tessel::decomposition::automatic)
+    dir += "." + tessel::decompositionName(o.decomposition);
+  if (o.debug || knobs.debug)
+    dir += ".debug";
+  return dir;
+}
+
 /// What a kernel needs to compile variants of itself later.
 struct VariantSource {
-  std::string name;   ///< the kernel's symbol
-  std::string text;   ///< the traced module, with locations
+  std::string name;     ///< the kernel's symbol
+  std::string text;     ///< the traced module, with locations
+  std::string dumpDir;  ///< the kernel's dump folder ("" for none); variants go in subfolders
   tessel::options options;
 };
 
@@ -71,7 +103,7 @@ struct VariantSource {
 tessel::CompiledKernel compileVariant(const VariantSource &src, const tessel::detail::VariantRequest &r) {
   tessel::runtime::Knobs knobs = tessel::runtime::knobs();
   const bool verbose = src.options.verbose || knobs.verbose;
-  const std::string dumpDir = !src.options.dump_dir.empty() ? src.options.dump_dir : knobs.dumpDir;
+  const std::string &dumpDir = src.dumpDir;
   std::string why;
   for (size_t i = 0; i < r.contiguousDims.size(); ++i)
     if (r.contiguousDims[i] >= 0)
@@ -141,7 +173,7 @@ std::shared_ptr<kernel_impl> finish_and_compile(const options &o) {
   registerAllDialects(registry);
   traced->context->appendDialectRegistry(registry);
   runtime::Knobs knobs = runtime::knobs();
-  std::string dumpDir = !o.dump_dir.empty() ? o.dump_dir : knobs.dumpDir;
+  std::string dumpDir = dumpDirFor(*traced->module, o, knobs);
   bool verbose = o.verbose || knobs.verbose;
 
   std::string key = cacheKey(*traced->module, o, dumpDir, verbose);
@@ -159,6 +191,7 @@ std::shared_ptr<kernel_impl> finish_and_compile(const options &o) {
       traced->module->print(os, mlir::OpPrintingFlags().enableDebugInfo(/*enable=*/true, /*prettyForm=*/false));
     }
     source->options = o;
+    source->dumpDir = dumpDir;
     CompiledKernel compiled = compileModule(*traced->module, o);
     source->name = compiled.name;
     if (verbose)

@@ -11,7 +11,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include "02_gemm/gemm.hpp"
 #include "03_gemm_bias_relu/gemm_bias_relu.hpp"
@@ -132,6 +136,34 @@ TEST(OptionErrors, TwoLinesAtTheUsersSourceWithoutIR) {
     EXPECT_THAT(what, Not(HasSubstr("func.func"))) << "the IR is printed only under TESSEL_VERBOSE";
     EXPECT_THAT(what, Not(HasSubstr("reproducer"))) << "a user error is not a compiler failure";
   }
+}
+
+}  // namespace
+
+namespace {
+
+// TESSEL_DUMP_DIR holds one folder per kernel and options, so that the kernels of one process do
+// not overwrite each other's stages (options::dump_dir is the caller's folder for one kernel).
+TEST(DumpDir, OneSubfolderPerKernelAndOptions) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("tessel-dump-subfolders-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  tessel_test::scoped_env fresh{"TESSEL_DISABLE_CACHE", "1"};
+  tessel_test::scoped_env dump{"TESSEL_DUMP_DIR", dir.string()};
+  ts::jit(examples::gemm<128, 128, 64>{}, {.schedule = ts::schedule::tma});
+  ts::jit(examples::gemm<128, 128, 64>{}, {.schedule = ts::schedule::pingpong, .stages = 3, .cluster = {2, 1}});
+  ts::jit(examples::gemm_bias_relu<128, 128, 64>{}, {.schedule = ts::schedule::cooperative,
+                                                     .decomposition = ts::decomposition::data_parallel});
+  std::vector<std::string> folders;
+  for (const auto& e : fs::directory_iterator(dir)) folders.push_back(e.path().filename().string());
+  EXPECT_THAT(folders, ::testing::UnorderedElementsAre("examples_gemm_128_128_64.tma",
+                                                       "examples_gemm_128_128_64.pingpong.s3.c2x1",
+                                                       "examples_gemm_bias_relu_128_128_64.cooperative.data-parallel"));
+  for (const std::string& f : folders) {
+    EXPECT_TRUE(fs::exists(dir / f / "02-scheduled.mlir")) << f;
+    EXPECT_TRUE(fs::exists(dir / f / "07-kernel.ptx")) << f;
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace
