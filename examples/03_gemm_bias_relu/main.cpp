@@ -95,7 +95,11 @@ int main(int argc, char** argv) {
     cfg.timing.batch = int(args.i64("iters", 20));
     cfg.timing.repeats = int(args.i64("repeats", 10));
     cfg.timing.warmup_ms = args.f64("warmup-ms", 1000);
-    tb::compare_report r = tb::compare_with_cublas(tessel_launch, p, cublas, lt, cfg, stream, &nvml);
+    tb::output_launch_fn check_launch = [&](void* C, std::int64_t ldc, cudaStream_t s) {
+      k.launch(s, grid, ts::view<ts::bf16>(p.A(0), {M, K}), ts::view<ts::bf16>(p.B(0), {N, K}),
+               ts::view<ts::bf16>(p.bias(0), {N}), ts::view<ts::bf16>(C, {M, N}, {ldc, 1}));
+    };
+    tb::compare_report r = tb::compare_with_cublas(tessel_launch, check_launch, p, cublas, lt, cfg, stream, &nvml);
     std::cout << tb::format_report(r, "tessel", cfg, &nvml, dev);
     cudaStreamDestroy(stream);
     if (!r.check_ok) {

@@ -50,14 +50,20 @@ std::string expect_tessel_error(F&& f, const char* what) {
   return {};
 }
 
-/// The context is healthy and the kernel still computes the right thing.
+/// The context is healthy and the kernel still computes the right thing, writing nothing outside
+/// C (in padded rows inside a sentinel-filled buffer).
 void expect_process_survives() {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << "the CUDA context is broken";
   tb::gemm_problem p(M, N, K, false, device(), 99, 1, 0);
-  p.poison(0);
-  ASSERT_NO_THROW(tb::launch_gemm(kernel(), kTile, nullptr, p.A(0), p.B(0), p.C(0), M, N, K));
+  tb::guarded_output c(tb::guarded_matrix(M, N, tb::padded_ld(N)));
+  c.reset();
+  ASSERT_NO_THROW(
+      tb::launch_gemm(kernel(), kTile, nullptr, p.A(0), p.B(0), c.data(), M, N, K, {}, c.layout().row_stride));
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const tb::guard_report g = c.check();
+  EXPECT_TRUE(g.ok()) << g.str();
+  c.copy_to_dense(p.C(0));
   auto st = p.check_set0(cublas());
   EXPECT_TRUE(st.ok(1e-2)) << "after the error a correct launch gave: " << st.str();
 }
@@ -143,27 +149,31 @@ TEST_F(LaunchErrors, MisalignedPointerIsRejected) {
 TEST_F(LaunchErrors, ElementAlignedButNot16ByteAlignedIsRejectedOrCorrect) {
   buffers d;
   const char* a_2 = static_cast<const char*>(d.a.get()) + 2;
-  char* c_8 = static_cast<char*>(d.c.get()) + 8;
   struct variant {
     const char* what;
     const void* a;
-    void* c;
+    std::int64_t c_offset;  ///< elements past a 16-byte boundary (dense C inside a guarded buffer)
   };
-  for (const variant& v : {variant{"A 2 bytes past a 16-byte boundary", a_2, d.c.get()},
-                           variant{"C 8 bytes past a 16-byte boundary", d.a.get(), c_8}}) {
+  for (const variant& v : {variant{"A 2 bytes past a 16-byte boundary", a_2, 0},
+                           variant{"C 8 bytes past a 16-byte boundary", d.a.get(), 4}}) {
     SCOPED_TRACE(v.what);
     // The reference of this A (copied to an aligned buffer for cuBLASLt).
     tb::device_buffer a_aligned(std::size_t(M * K * 2)), ref(std::size_t(M * N * 4));
     ASSERT_EQ(cudaMemcpy(a_aligned.get(), v.a, a_aligned.bytes(), cudaMemcpyDeviceToDevice), cudaSuccess);
     tb::lt_gemm g(cublas(), M, N, K, tb::out_type::f32);
     g.run(a_aligned.get(), d.b.get(), ref.get());
-    tb::poison_nan(v.c, std::size_t(M * N * 2));
+    tb::guarded_layout cl = tb::guarded_matrix(M, N, N);
+    cl.front += v.c_offset;
+    tb::guarded_output c(cl);
+    c.reset();
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     try {
       kernel().launch(nullptr, tb::gemm_grid(kTile, M, N), ts::view<ts::bf16>(v.a, {M, K}),
-                      ts::view<ts::bf16>(d.b.get(), {N, K}), ts::view<ts::bf16>(v.c, {M, N}));
+                      ts::view<ts::bf16>(d.b.get(), {N, K}), ts::view<ts::bf16>(c.data(), {M, N}));
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << "the launch faulted";
-      auto st = tb::compare_bf16_f32(v.c, ref.as<float>(), std::size_t(M * N));
+      const tb::guard_report gr = c.check();
+      EXPECT_TRUE(gr.ok()) << gr.str();
+      auto st = tb::compare_bf16_f32(c.data(), ref.as<float>(), std::size_t(M * N));
       std::printf("  [%s] accepted; %s\n", v.what, st.str().c_str());
       EXPECT_TRUE(st.ok(1e-2)) << "accepted but wrong: " << st.str();
     } catch (const ts::error& e) {

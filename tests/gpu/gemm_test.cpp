@@ -3,16 +3,21 @@
 // 2x1/1x2, tiles 128x128 and 128x256 (and 128x128x32 for multistage), stages 2..4, shapes from one
 // element to 8192^3, non-multiples of the tile, K of one tile and K of many ring wraps.
 //
-// Each case: random bf16 inputs in [-1, 1) (never zero), C poisoned with NaN, one launch, compared
-// with the cuBLASLt f32 reference by relative Frobenius norm (< 1e-2, no NaN/Inf anywhere), sampled
-// elements compared with a CPU reference in double, then poisoned and run again: the second result
-// must be bitwise identical to the first.
+// Each case: random bf16 inputs in [-1, 1) (never zero); C lives in rows padded to a 16-byte
+// multiple inside a larger buffer filled with a sentinel (bench_util.h, guarded_output) and is
+// poisoned with NaN; one launch must leave the sentinel intact and write every element of C, which
+// is compared with the cuBLASLt f32 reference by relative Frobenius norm (< 1e-2, no NaN/Inf
+// anywhere), and sampled elements with a CPU reference in double. Run 2 (same C layout) must be
+// bitwise identical to run 1, and so must run 3, with C one element past a 16-byte boundary in rows
+// that are not 16-byte multiples (the kernels' bounds-checked stores instead of TMA stores), guards
+// checked again.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <ostream>
 #include <memory>
@@ -58,12 +63,36 @@ cached_kernel& get_kernel(tb::gemm_variant v, const tb::tile_shape& tile, ts::sc
   });
 }
 
-void launch(ts::kernel& k, tb::gemm_variant v, const tb::tile_shape& tile, const tb::gemm_problem& p,
-            cudaStream_t stream) {
+void launch(ts::kernel& k, tb::gemm_variant v, const tb::tile_shape& tile, const tb::gemm_problem& p, void* C,
+            std::int64_t ldc, cudaStream_t stream) {
   if (v == tb::gemm_variant::plain)
-    tb::launch_gemm(k, tile, stream, p.A(0), p.B(0), p.C(0), p.M, p.N, p.K);
+    tb::launch_gemm(k, tile, stream, p.A(0), p.B(0), C, p.M, p.N, p.K, {}, ldc);
   else
-    tb::launch_gemm_bias_relu(k, tile, stream, p.A(0), p.B(0), p.bias(0), p.C(0), p.M, p.N, p.K);
+    tb::launch_gemm_bias_relu(k, tile, stream, p.A(0), p.B(0), p.bias(0), C, p.M, p.N, p.K, ldc);
+}
+
+/// Launches a case's kernel with C at `C`, rows `ldc` elements apart.
+using launch_into = std::function<void(void* C, std::int64_t ldc)>;
+
+/// One run into a fresh guarded C laid out as `l`: nothing outside C may change and every element
+/// of C must be written. C is then copied densely into p.C(0), where the other checks read it.
+void run_guarded(const launch_into& run, const tb::guarded_layout& l, const tb::gemm_problem& p,
+                 const std::string& what) {
+  tb::guarded_output out(l);
+  out.reset();
+  ASSERT_NO_THROW(run(out.data(), l.row_stride)) << what;
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what << ": " << cudaGetErrorString(cudaGetLastError());
+  tb::guard_report g = out.check();
+  EXPECT_TRUE(g.ok()) << what << ": " << g.str();
+  out.copy_to_dense(p.C(0));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+/// Run 1's C: rows padded to a 16-byte multiple (TMA can store them), 16-byte aligned.
+tb::guarded_layout padded_c(const tb::gemm_problem& p) { return tb::guarded_matrix(p.M, p.N, tb::padded_ld(p.N)); }
+/// Run 3's C: one element past a 16-byte boundary, rows that are not 16-byte multiples.
+tb::guarded_layout misaligned_c(const tb::gemm_problem& p) {
+  return tb::guarded_matrix(p.M, p.N, tb::misaligned_ld(p.N), 2, /*aligned=*/false);
 }
 
 std::uint64_t case_seed(const tb::gemm_shape& s, const tb::tile_shape& t, int stages) {
@@ -82,11 +111,10 @@ void check_gemm(tb::gemm_variant v, const tb::tile_shape& tile, int stages, cons
                      case_seed(shape, tile, stages), 1, 0, stream);
   const float* ref = p.reference(cublas(), stream);
   const std::size_t n = std::size_t(p.M) * std::size_t(p.N);
+  const launch_into run = [&](void* C, std::int64_t ldc) { launch(*ck.kernel, v, tile, p, C, ldc, stream); };
 
   // Run 1.
-  p.poison(0, stream);
-  ASSERT_NO_THROW(launch(*ck.kernel, v, tile, p, stream));
-  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
+  ASSERT_NO_FATAL_FAILURE(run_guarded(run, padded_c(p), p, "run 1 (C in padded rows)"));
   tb::compare_stats st = p.check_set0(cublas(), stream);
   EXPECT_EQ(st.nonfinite, 0u) << "elements left NaN (never written?) or Inf: " << st.str();
   EXPECT_LT(st.rel_err, 1e-2) << st.str();
@@ -108,11 +136,14 @@ void check_gemm(tb::gemm_variant v, const tb::tile_shape& tile, int stages, cons
   // Run 2: bitwise identical.
   tb::device_buffer first(n * 2);
   ASSERT_EQ(cudaMemcpy(first.get(), p.C(0), n * 2, cudaMemcpyDeviceToDevice), cudaSuccess);
-  p.poison(0, stream);
-  ASSERT_NO_THROW(launch(*ck.kernel, v, tile, p, stream));
-  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
+  ASSERT_NO_FATAL_FAILURE(run_guarded(run, padded_c(p), p, "run 2 (C in padded rows)"));
   EXPECT_EQ(tb::count_mismatched_u16(first.get(), p.C(0), n, stream), 0u)
       << "two runs on the same inputs differ (a race?)";
+
+  // Run 3: bounds-checked stores, bitwise identical to run 1.
+  ASSERT_NO_FATAL_FAILURE(run_guarded(run, misaligned_c(p), p, "run 3 (C misaligned, in misaligned rows)"));
+  EXPECT_EQ(tb::count_mismatched_u16(first.get(), p.C(0), n, stream), 0u)
+      << "C one element past a 16-byte boundary in rows that are not 16-byte multiples differs from run 1";
 }
 
 std::string tile_name(const tb::tile_shape& t) { return "t" + t.str(); }
@@ -450,7 +481,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, MultistageGemmBiasRelu,
 // K x N, view {N, K} strides {1, N}). With the runtime's variant selection (tessel.contiguous_dim
 // set from the strides) MN-major tiles take cp.async + ldmatrix.trans when their rows are 16-byte
 // aligned (M or N a multiple of 8) and the synchronous strided copy otherwise; without it every
-// MN-major operand takes the synchronous strided copy. Shapes have tails in M, N and K.
+// MN-major operand takes the synchronous strided copy. Shapes have tails in M, N and K. C is
+// guarded as in check_gemm: run 1 in padded rows, run 2 misaligned (bitwise identical).
 namespace {
 
 /// `src` (rows x cols bf16, row-major, device) transposed into a new cols x rows device buffer.
@@ -478,17 +510,15 @@ void check_layout(const std::string& layout, const tb::tile_shape& tile, int sta
   if (a_m_major) at = transposed_copy(p.A(0), p.M, p.K);
   if (b_n_major) bt = transposed_copy(p.B(0), p.N, p.K);
   ASSERT_FALSE(::testing::Test::HasFailure());
-  auto run = [&] {
+  const launch_into run = [&](void* C, std::int64_t ldc) {
     ts::tensor_arg a = a_m_major ? ts::view<ts::bf16>(at.get(), {p.M, p.K}, {1, p.M})
                                  : ts::view<ts::bf16>(p.A(0), {p.M, p.K});
     ts::tensor_arg b = b_n_major ? ts::view<ts::bf16>(bt.get(), {p.N, p.K}, {1, p.N})
                                  : ts::view<ts::bf16>(p.B(0), {p.N, p.K});
-    ck.kernel->launch(stream, tb::gemm_grid(tile, p.M, p.N), a, b, ts::view<ts::bf16>(p.C(0), {p.M, p.N}));
+    ck.kernel->launch(stream, tb::gemm_grid(tile, p.M, p.N), a, b, ts::view<ts::bf16>(C, {p.M, p.N}, {ldc, 1}));
   };
 
-  p.poison(0, stream);
-  ASSERT_NO_THROW(run());
-  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
+  ASSERT_NO_FATAL_FAILURE(run_guarded(run, padded_c(p), p, "run 1 (C in padded rows)"));
   tb::compare_stats st = p.check_set0(cublas(), stream);
   EXPECT_EQ(st.nonfinite, 0u) << "elements left NaN (never written?) or Inf: " << st.str();
   EXPECT_LT(st.rel_err, 1e-2) << st.str();
@@ -502,10 +532,9 @@ void check_layout(const std::string& layout, const tb::tile_shape& tile, int sta
 
   tb::device_buffer first(n * 2 + 16);
   ASSERT_EQ(cudaMemcpy(first.get(), p.C(0), n * 2, cudaMemcpyDeviceToDevice), cudaSuccess);
-  p.poison(0, stream);
-  ASSERT_NO_THROW(run());
-  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
-  EXPECT_EQ(tb::count_mismatched_u16(first.get(), p.C(0), n, stream), 0u) << "two runs on the same inputs differ";
+  ASSERT_NO_FATAL_FAILURE(run_guarded(run, misaligned_c(p), p, "run 2 (C misaligned, in misaligned rows)"));
+  EXPECT_EQ(tb::count_mismatched_u16(first.get(), p.C(0), n, stream), 0u)
+      << "two runs on the same inputs (the second with C misaligned) differ";
 }
 
 using layout_param = std::tuple<std::string, tb::tile_shape, tb::gemm_shape>;

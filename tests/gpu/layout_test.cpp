@@ -21,8 +21,10 @@
 //                     itself runs (padded leading dimensions meet TMA's rules), not multistage.
 //
 // Every case: random bf16 inputs in [-1, 1), leading dimensions padded to 8 elements (TMA's 16-byte
-// stride rule) with NaN in the padding, C poisoned with NaN, one launch, then every element of C
-// against a CPU reference in double.
+// stride rule) with NaN in the padding; C inside a sentinel-filled buffer (bench_util.h,
+// guarded_output), dense, in padded rows, or one element past a 16-byte boundary in rows that are
+// not 16-byte multiples (by case), and poisoned with NaN; one launch, then the sentinel must be
+// intact and every element of C match a CPU reference in double.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>
@@ -177,12 +179,14 @@ void run_case(const layout_param& param, bool strided) {
   std::mt19937_64 rng(std::uint64_t(sh.m * 1000003 + sh.n * 7919 + sh.k * 31 + amn * 2 + bmn));
   operand A(sh.m, sh.k, amn, rng), B(sh.n, sh.k, bmn, rng);
   const std::size_t nc = std::size_t(sh.m * sh.n);
-  tb::device_buffer C(nc * 2);
-  std::vector<std::uint16_t> poison(nc, kNaN);
-  ASSERT_EQ(cudaMemcpy(C.get(), poison.data(), nc * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  const std::uint64_t c_kind = rng() % 3;  // dense, padded rows, misaligned
+  tb::guarded_output C(c_kind == 0   ? tb::guarded_matrix(sh.m, sh.n, sh.n)
+                       : c_kind == 1 ? tb::guarded_matrix(sh.m, sh.n, tb::padded_ld(sh.n))
+                                     : tb::guarded_matrix(sh.m, sh.n, tb::misaligned_ld(sh.n), 2, false));
+  C.reset();
 
   const ts::grid grid{unsigned((sh.m + kBM - 1) / kBM), unsigned((sh.n + kBN - 1) / kBN)};
-  const ts::tensor_arg c = ts::view<ts::bf16>(C.get(), {sh.m, sh.n});
+  const ts::tensor_arg c = ts::view<ts::bf16>(C.data(), {sh.m, sh.n}, {C.layout().row_stride, 1});
   if (strided) {
     tessel_test::scoped_env no_fallback("TESSEL_FALLBACK", "error");
     ASSERT_NO_THROW(ck.kernel->launch(nullptr, grid, A.strided_view(), B.strided_view(), c));
@@ -191,8 +195,8 @@ void run_case(const layout_param& param, bool strided) {
     ASSERT_NO_THROW(ck.kernel->launch(nullptr, grid, A.traced_view(), B.traced_view(), c));
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
 
-  std::vector<std::uint16_t> got(nc);
-  ASSERT_EQ(cudaMemcpy(got.data(), C.get(), nc * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  const tb::guard_report g = C.check();
+  EXPECT_TRUE(g.ok()) << "C in rows of " << C.layout().row_stride << ": " << g.str();
   int bad = 0;
   for (std::int64_t i = 0; i < sh.m; ++i)
     for (std::int64_t j = 0; j < sh.n; ++j) {
@@ -200,10 +204,11 @@ void run_case(const layout_param& param, bool strided) {
       const float* a = &A.value[std::size_t(i * sh.k)];
       const float* b = &B.value[std::size_t(j * sh.k)];
       for (std::int64_t k = 0; k < sh.k; ++k) want += double(a[k]) * double(b[k]);
-      double g = from_bf16(got[std::size_t(i * sh.n + j)]);
+      double got = from_bf16(std::uint16_t(C.bits(0, i, j)));
       double tol = tessel_gpu_test::sample_tol(want, sh.k);
-      if (!(std::abs(g - want) <= tol) && bad++ < 8)
-        ADD_FAILURE() << "C[" << i << "][" << j << "] = " << g << ", CPU reference " << want << " (tol " << tol << ")";
+      if (!(std::abs(got - want) <= tol) && bad++ < 8)
+        ADD_FAILURE() << "C[" << i << "][" << j << "] = " << got << ", CPU reference " << want << " (tol " << tol
+                      << ")";
     }
   EXPECT_EQ(bad, 0) << bad << " of " << nc << " elements differ from the CPU reference (NaN: never written)";
 }

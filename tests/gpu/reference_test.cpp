@@ -1,6 +1,6 @@
 // reference_test.cpp - tests of the measuring instruments themselves (tools/tessel-bench/bench_util):
 // the cuBLASLt reference against a CPU GEMM, the random fill, NaN poisoning, the comparison and
-// mismatch kernels, and the interleaved timer. No tessel code: if these fail, no tessel GPU test
+// mismatch kernels, guarded outputs, and the interleaved timer. No tessel code: if these fail, no tessel GPU test
 // or benchmark number can be trusted.
 #include <gtest/gtest.h>
 
@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "bench_util.h"
@@ -74,6 +75,93 @@ TEST(Host, GemmLayoutNamesAndStrides) {
   EXPECT_EQ(nt.b_strides(100, 200), (std::array<std::int64_t, 2>{1, 100}));
   EXPECT_THROW(tb::gemm_layout::parse("TX"), std::invalid_argument);
   EXPECT_THROW(tb::gemm_layout::parse("TNN"), std::invalid_argument);
+}
+
+TEST(Host, GuardedLayouts) {
+  EXPECT_EQ(tb::padded_ld(17), 32);  // 16-byte rows, 15 elements of padding at least
+  EXPECT_EQ(tb::padded_ld(16), 24);
+  EXPECT_EQ(tb::padded_ld(17, 4), 24);
+  EXPECT_EQ(tb::misaligned_ld(17), 18);
+  EXPECT_EQ(tb::misaligned_ld(7), 9);  // 8 elements would be 16 bytes
+  EXPECT_EQ(tb::misaligned_ld(7, 4), 9);
+  const tb::guarded_layout l = tb::guarded_matrix(3, 17, 24), m = tb::guarded_matrix(3, 17, 24, 2, false, 2, 80);
+  EXPECT_EQ(l.front * 2 % 16, 0);
+  EXPECT_EQ(m.front, l.front + 1);
+  EXPECT_EQ(l.batch_stride, 72);
+  EXPECT_EQ(m.batch_stride, 80);
+  EXPECT_GT(l.back, 0);
+  EXPECT_THROW(tb::guarded_matrix(3, 17, 16), std::invalid_argument);
+}
+
+/// Sets `count` elements of 2 bytes at element `at` of `out` (relative to element (0, 0)) to 0.
+void zero(const tb::guarded_output& out, std::int64_t at, std::int64_t count) {
+  TB_CUDA(cudaMemset(static_cast<char*>(out.data()) + at * 2, 0, std::size_t(count) * 2));
+}
+
+TEST(Guard, ReportsWritesOutsideTheOutputAndUnwrittenElements) {
+  TESSEL_REQUIRE_GPU();
+  // C 2 x 17 bf16 in rows of 24 (the TMA-store overrun: a row written up to its 16-byte boundary).
+  tb::guarded_output out(tb::guarded_matrix(2, 17, 24));
+  out.reset();
+  tb::guard_report g = out.check();
+  EXPECT_EQ(g.unwritten, 34u);
+  EXPECT_EQ(g.clobbered, 0u);
+  zero(out, 0, 17);
+  zero(out, 24, 17);
+  g = out.check();
+  EXPECT_TRUE(g.ok()) << g.str();
+  EXPECT_EQ(out.bits(0, 1, 16), 0u);
+  zero(out, 17, 7);
+  g = out.check();
+  EXPECT_EQ(g.clobbered, 7u);
+  EXPECT_NE(g.detail.find("row 0, col 17 (1 past the row's end) = 0x0000"), std::string::npos) << g.detail;
+  out.reset();
+  zero(out, -1, 17);  // the element before C, and row 0 but its last element
+  zero(out, 24, 18);  // row 1 and the element after it
+  g = out.check();
+  EXPECT_EQ(g.clobbered, 2u);
+  EXPECT_EQ(g.unwritten, 1u);
+  EXPECT_NE(g.detail.find("front guard, 1 before element (0, 0)"), std::string::npos) << g.detail;
+  EXPECT_NE(g.detail.find("back guard, 1 past the last element"), std::string::npos) << g.detail;
+  EXPECT_NE(g.detail.find("never written: (b, row, col) (0, 0, 16)"), std::string::npos) << g.detail;
+  // Dense copy of the rows.
+  tb::device_buffer dense(2 * 17 * 2);
+  out.copy_to_dense(dense.get());
+  const auto h = tb::to_host_bf16(dense.get(), 34);
+  EXPECT_EQ(h[16], 0xffff);  // never written
+  EXPECT_EQ(h[17], 0);
+}
+
+TEST(Guard, ColumnMajorAndBatchedOutputs) {
+  TESSEL_REQUIRE_GPU();
+  // 3 x 2, columns 5 apart: element (r, c) at 5c + r.
+  tb::guarded_layout cm;
+  cm.rows = 3;
+  cm.cols = 2;
+  cm.row_stride = 1;
+  cm.col_stride = 5;
+  cm.front = 8;
+  cm.back = 8;
+  tb::guarded_output out(cm);
+  out.reset();
+  zero(out, 0, 4);  // column 0 and the element after it
+  tb::guard_report g = out.check();
+  EXPECT_EQ(g.clobbered, 1u);
+  EXPECT_EQ(g.unwritten, 3u);
+  EXPECT_NE(g.detail.find("col 0, row 3 (1 past the column's end)"), std::string::npos) << g.detail;
+  EXPECT_NE(g.detail.find("(0, 0, 1)"), std::string::npos) << g.detail;
+  // Two 2 x 3 matrices in rows of 4, 10 apart: the gap after matrix 0 is guarded too.
+  tb::guarded_output b(tb::guarded_matrix(2, 3, 4, 2, true, 2, 10));
+  b.reset();
+  zero(b, 0, 3);
+  zero(b, 4, 3);
+  zero(b, 10, 3);
+  zero(b, 14, 3);
+  EXPECT_TRUE(b.check().ok()) << b.check().str();
+  zero(b, 8, 1);
+  g = b.check();
+  EXPECT_EQ(g.clobbered, 1u);
+  EXPECT_NE(g.detail.find("matrix 0, row 1, col 4 (2 past the row's end)"), std::string::npos) << g.detail;
 }
 
 TEST(Reference, CublasLtMatchesCpuExactly) {

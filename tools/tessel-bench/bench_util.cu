@@ -489,6 +489,169 @@ std::string lt_gemm::algo_description() const {
   return os.str();
 }
 
+// ---- guarded outputs -----------------------------------------------------------------------------
+
+guarded_layout guarded_matrix(std::int64_t rows, std::int64_t cols, std::int64_t ld, int elt_bytes, bool aligned,
+                              std::int64_t batch, std::int64_t batch_stride) {
+  if (ld < cols) throw std::invalid_argument("guarded_matrix: ld " + std::to_string(ld) + " < cols " + std::to_string(cols));
+  guarded_layout l;
+  l.batch = batch;
+  l.rows = rows;
+  l.cols = cols;
+  l.batch_stride = batch_stride ? batch_stride : rows * ld;
+  l.row_stride = ld;
+  l.col_stride = 1;
+  l.elt_bytes = elt_bytes;
+  // 48 bytes: 16-byte aligned (cudaMalloc gives 256) but not 32, 64 or 128.
+  l.front = 48 / elt_bytes + (aligned ? 0 : 1);
+  l.back = 256 / elt_bytes;
+  return l;
+}
+
+std::int64_t padded_ld(std::int64_t cols, int elt_bytes) {
+  const std::int64_t per16 = 16 / elt_bytes;
+  return (cols + per16 - 1) / per16 * per16 + per16;
+}
+
+std::int64_t misaligned_ld(std::int64_t cols, int elt_bytes) {
+  std::int64_t ld = cols + 1;
+  while (ld * elt_bytes % 16 == 0) ++ld;
+  return ld;
+}
+
+std::string guard_report::str() const {
+  if (ok()) return "guards intact, every output element written";
+  return std::to_string(clobbered) + " elements outside the output written, " + std::to_string(unwritten) +
+         " output elements never written (still NaN-poisoned): " + detail;
+}
+
+guarded_output::guarded_output(const guarded_layout& l) : l_(l) {
+  if (l.elt_bytes != 2 && l.elt_bytes != 4) throw std::invalid_argument("guarded_output: elements of 2 or 4 bytes");
+  if (l.batch < 1 || l.rows < 1 || l.cols < 1 || l.front < 0 || l.back < 0 || l.batch_stride < 0 ||
+      l.row_stride < 0 || l.col_stride < 0)
+    throw std::invalid_argument("guarded_output: empty output or negative stride");
+  // Runs of contiguous output elements: rows when col_stride is 1, columns when row_stride is 1,
+  // single elements otherwise.
+  for (std::int64_t b = 0; b < l.batch; ++b) {
+    if (l.col_stride == 1) {
+      for (std::int64_t r = 0; r < l.rows; ++r) runs_.push_back({b * l.batch_stride + r * l.row_stride, l.cols, b, r, 0});
+    } else {
+      for (std::int64_t c = 0; c < l.cols; ++c) {
+        if (l.row_stride == 1) {
+          runs_.push_back({b * l.batch_stride + c * l.col_stride, l.rows, b, 0, c});
+        } else {
+          for (std::int64_t r = 0; r < l.rows; ++r)
+            runs_.push_back({b * l.batch_stride + r * l.row_stride + c * l.col_stride, 1, b, r, c});
+        }
+      }
+    }
+  }
+  std::sort(runs_.begin(), runs_.end(), [](const run& x, const run& y) { return x.start < y.start; });
+  for (std::size_t i = 1; i < runs_.size(); ++i)
+    if (runs_[i - 1].start + runs_[i - 1].len > runs_[i].start)
+      throw std::invalid_argument("guarded_output: the output's elements overlap");
+  const std::int64_t total = l.front + runs_.back().start + runs_.back().len + l.back;
+  buf_ = device_buffer(std::size_t(total) * std::size_t(l.elt_bytes));
+}
+
+void guarded_output::reset(cudaStream_t stream) const {
+  const std::size_t e = std::size_t(l_.elt_bytes);
+  TB_CUDA(cudaMemsetAsync(buf_.get(), kGuardSentinel, buf_.bytes(), stream));
+  if (l_.col_stride == 1 || l_.row_stride == 1) {
+    const bool by_row = l_.col_stride == 1;
+    for (std::int64_t b = 0; b < l_.batch; ++b)
+      TB_CUDA(cudaMemset2DAsync(static_cast<char*>(data()) + std::size_t(b * l_.batch_stride) * e,
+                                std::size_t(by_row ? l_.row_stride : l_.col_stride) * e, 0xFF,
+                                std::size_t(by_row ? l_.cols : l_.rows) * e, std::size_t(by_row ? l_.rows : l_.cols),
+                                stream));
+    return;
+  }
+  std::vector<unsigned char> image(buf_.bytes(), kGuardSentinel);
+  for (const run& r : runs_) std::memset(&image[std::size_t(l_.front + r.start) * e], 0xFF, std::size_t(r.len) * e);
+  TB_CUDA(cudaMemcpyAsync(buf_.get(), image.data(), image.size(), cudaMemcpyHostToDevice, stream));
+  TB_CUDA(cudaStreamSynchronize(stream));  // `image` is freed on return
+}
+
+std::string guarded_output::where(std::int64_t e) const {
+  const std::int64_t d = e - l_.front;
+  if (d < 0) return "front guard, " + std::to_string(-d) + " before element (0, 0)";
+  auto it = std::upper_bound(runs_.begin(), runs_.end(), d, [](std::int64_t v, const run& r) { return v < r.start; });
+  const run& r = *std::prev(it);  // runs_[0].start is 0
+  const std::int64_t past = d - r.start - r.len + 1;  // > 0: after the run
+  if (it == runs_.end()) return "back guard, " + std::to_string(past) + " past the last element";
+  std::string m = l_.batch > 1 ? "matrix " + std::to_string(r.b) + ", " : "";
+  if (l_.col_stride == 1)
+    return m + "row " + std::to_string(r.r) + ", col " + std::to_string(d - r.start) + " (" + std::to_string(past) +
+           " past the row's end)";
+  if (l_.row_stride == 1)
+    return m + "col " + std::to_string(r.c) + ", row " + std::to_string(d - r.start) + " (" + std::to_string(past) +
+           " past the column's end)";
+  return std::to_string(past) + " after element " + m + "(" + std::to_string(r.r) + ", " + std::to_string(r.c) + ")";
+}
+
+guard_report guarded_output::check(cudaStream_t stream) {
+  host_.resize(buf_.bytes());
+  TB_CUDA(cudaMemcpyAsync(host_.data(), buf_.get(), host_.size(), cudaMemcpyDeviceToHost, stream));
+  TB_CUDA(cudaStreamSynchronize(stream));
+  const std::size_t eb = std::size_t(l_.elt_bytes);
+  auto word = [&](std::int64_t e) {
+    std::uint32_t w = 0;
+    std::memcpy(&w, &host_[std::size_t(e) * eb], eb);
+    return w;
+  };
+  const std::uint32_t sentinel = eb == 2 ? 0xA5A5u : 0xA5A5A5A5u, poison = eb == 2 ? 0xFFFFu : 0xFFFFFFFFu;
+  guard_report g;
+  std::string outside, unwritten;
+  char hex[16];
+  auto gap = [&](std::int64_t from, std::int64_t to) {
+    for (std::int64_t e = from; e < to; ++e) {
+      const std::uint32_t w = word(e);
+      if (w == sentinel) continue;
+      if (g.clobbered++ < 6) {
+        std::snprintf(hex, sizeof hex, "0x%0*x", int(eb * 2), w);
+        outside += (outside.empty() ? "" : "; ") + where(e) + " = " + hex;
+      }
+    }
+  };
+  std::int64_t pos = 0;
+  for (const run& r : runs_) {
+    const std::int64_t first = l_.front + r.start;
+    gap(pos, first);
+    for (std::int64_t i = 0; i < r.len; ++i) {
+      if (word(first + i) != poison) continue;
+      if (g.unwritten++ < 6) {
+        const bool by_row = l_.col_stride == 1;
+        unwritten += (unwritten.empty() ? "(b, row, col) " : ", ") + std::string("(") + std::to_string(r.b) + ", " +
+                     std::to_string(by_row ? r.r : r.r + i) + ", " + std::to_string(by_row ? r.c + i : r.c) + ")";
+      }
+    }
+    pos = first + r.len;
+  }
+  gap(pos, std::int64_t(host_.size() / eb));
+  if (g.clobbered) g.detail = "written outside: " + outside + (g.clobbered > 6 ? "; ..." : "");
+  if (g.unwritten)
+    g.detail += (g.detail.empty() ? "" : "; ") + std::string("never written: ") + unwritten +
+                (g.unwritten > 6 ? ", ..." : "");
+  return g;
+}
+
+std::uint32_t guarded_output::bits(std::int64_t b, std::int64_t r, std::int64_t c) const {
+  const std::size_t e = std::size_t(l_.front + b * l_.batch_stride + r * l_.row_stride + c * l_.col_stride);
+  std::uint32_t w = 0;
+  std::memcpy(&w, &host_.at(e * std::size_t(l_.elt_bytes)), std::size_t(l_.elt_bytes));
+  return w;
+}
+
+void guarded_output::copy_to_dense(void* dst, cudaStream_t stream) const {
+  if (l_.col_stride != 1) throw std::invalid_argument("guarded_output::copy_to_dense: rows must be contiguous");
+  const std::size_t e = std::size_t(l_.elt_bytes), row = std::size_t(l_.cols) * e;
+  for (std::int64_t b = 0; b < l_.batch; ++b)
+    TB_CUDA(cudaMemcpy2DAsync(static_cast<char*>(dst) + std::size_t(b * l_.rows) * row, row,
+                              static_cast<const char*>(data()) + std::size_t(b * l_.batch_stride) * e,
+                              std::size_t(l_.row_stride) * e, row, std::size_t(l_.rows), cudaMemcpyDeviceToDevice,
+                              stream));
+}
+
 // ---- problem buffers -----------------------------------------------------------------------------
 
 int rotation_sets(std::size_t bytes_per_set, std::size_t l2_bytes, int min_sets, std::size_t max_total_bytes) {
@@ -688,22 +851,26 @@ int select_fastest_algo(lt_gemm& g, const gemm_problem& p, cudaStream_t stream, 
   return best;
 }
 
-compare_report compare_with_cublas(const launch_fn& candidate, gemm_problem& p, const lt_gemm& cublas, lt_context& lt,
-                                   const compare_config& cfg, cudaStream_t stream, const nvml_probe* nvml) {
+compare_report compare_with_cublas(const launch_fn& candidate, const output_launch_fn& check_launch, gemm_problem& p,
+                                   const lt_gemm& cublas, lt_context& lt, const compare_config& cfg,
+                                   cudaStream_t stream, const nvml_probe* nvml) {
   compare_report r;
   if (cfg.check) {
     p.reference(lt, stream);
-    p.poison(0, stream);
-    candidate(0, stream);
+    guarded_output out(guarded_matrix(p.M, p.N, padded_ld(p.N)));
+    out.reset(stream);
+    check_launch(out.data(), out.layout().row_stride, stream);
     TB_CUDA(cudaStreamSynchronize(stream));
     TB_CUDA(cudaGetLastError());
+    r.guard = out.check(stream);
+    out.copy_to_dense(p.C(0), stream);
     r.candidate_check = p.check_set0(lt, stream);
     p.poison(0, stream);
     cublas.run(p.A(0), p.B(0), p.C(0), stream);
     TB_CUDA(cudaStreamSynchronize(stream));
     r.cublas_check = p.check_set0(lt, stream);
     r.checked = true;
-    r.check_ok = r.candidate_check.ok(cfg.tol);
+    r.check_ok = r.candidate_check.ok(cfg.tol) && r.guard.ok();
   }
   if (cfg.time) {
     launch_fn ref = [&](int i, cudaStream_t s) { cublas.run(p.A(i), p.B(i), p.C(i), s); };
@@ -737,6 +904,7 @@ std::string format_report(const compare_report& r, const char* candidate, const 
     std::snprintf(buf, sizeof buf, "  check:  %-9s %s  %s (tol %.0e)\n", candidate, r.candidate_check.str().c_str(),
                   r.check_ok ? "PASS" : "FAIL", cfg.tol);
     os << buf;
+    os << "          guards    " << r.guard.str() << "  (C in padded rows, a sentinel around it)\n";
     std::snprintf(buf, sizeof buf, "          %-9s %s  (cuBLASLt bf16 out vs the same f32 reference)\n", "cuBLASLt",
                   r.cublas_check.str().c_str());
     os << buf;

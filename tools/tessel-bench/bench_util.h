@@ -134,6 +134,67 @@ void bias_relu_f32_inplace(float* ref, const void* bias_bf16, std::int64_t M, st
 /// Copies n bf16 elements to the host (synchronous).
 std::vector<std::uint16_t> to_host_bf16(const void* p, std::size_t n);
 
+// ---- guarded outputs (DESIGN.md §9: nothing outside an output may change) ----------------------
+
+/// Where an output lies inside its guarded buffer, in elements: `batch` matrices of rows x cols,
+/// element (b, r, c) at front + b * batch_stride + r * row_stride + c * col_stride, then `back`
+/// guard elements after the last one. Elements must not overlap.
+struct guarded_layout {
+  std::int64_t batch = 1, rows = 0, cols = 0;
+  std::int64_t batch_stride = 0, row_stride = 0, col_stride = 1;
+  int elt_bytes = 2;  ///< 2 (bf16, f16) or 4 (f32)
+  std::int64_t front = 0, back = 0;
+};
+
+/// A row-major rows x cols matrix (or `batch` of them, `batch_stride` elements apart; 0: rows *
+/// ld) with leading dimension ld >= cols, 48 bytes after the start of its buffer (16-byte aligned,
+/// as TMA needs) or, when not `aligned`, one element further; 256 bytes of guard after it.
+guarded_layout guarded_matrix(std::int64_t rows, std::int64_t cols, std::int64_t ld, int elt_bytes = 2,
+                              bool aligned = true, std::int64_t batch = 1, std::int64_t batch_stride = 0);
+/// A leading dimension > cols whose rows are 16-byte multiples (rows padded by 16 to 31 bytes):
+/// the output keeps TMA's stride rule.
+std::int64_t padded_ld(std::int64_t cols, int elt_bytes = 2);
+/// The smallest leading dimension > cols whose rows are not 16-byte multiples (TMA cannot store
+/// such an output: the kernels take their bounds-checked copy-out path).
+std::int64_t misaligned_ld(std::int64_t cols, int elt_bytes = 2);
+
+/// Sentinel byte of everything in a guarded buffer that is not an output element.
+inline constexpr unsigned char kGuardSentinel = 0xA5;
+
+struct guard_report {
+  std::uint64_t clobbered = 0;  ///< elements outside the output whose bytes lost the sentinel
+  std::uint64_t unwritten = 0;  ///< output elements that still hold the NaN poison (0xFF bytes)
+  std::string detail;           ///< the first few of each: position and bits
+  bool ok() const { return clobbered == 0 && unwritten == 0; }
+  std::string str() const;      ///< "guards intact, every element written" or the counts and detail
+};
+
+/// An output inside a device buffer guarded by a sentinel (guarded_layout).
+class guarded_output {
+public:
+  explicit guarded_output(const guarded_layout& l);
+  const guarded_layout& layout() const { return l_; }
+  void* data() const { return static_cast<char*>(buf_.get()) + l_.front * l_.elt_bytes; }  ///< element (0, 0, 0)
+  /// The sentinel everywhere, then 0xFF bytes (NaN) on every output element. Asynchronous.
+  void reset(cudaStream_t stream = nullptr) const;
+  /// Copies the whole buffer back (synchronizes `stream`) and checks it.
+  guard_report check(cudaStream_t stream = nullptr);
+  /// After check(): the bits of output element (b, r, c) as copied back.
+  std::uint32_t bits(std::int64_t b, std::int64_t r, std::int64_t c) const;
+  /// Copies the output (col_stride 1) to `dst`, a dense batch x rows x cols device buffer.
+  void copy_to_dense(void* dst, cudaStream_t stream = nullptr) const;
+
+private:
+  struct run {  // `len` output elements, contiguous from element `start` of the buffer
+    std::int64_t start, len, b, r, c;  // (b, r, c) of the first; along c when col_stride is 1, else along r
+  };
+  std::string where(std::int64_t e) const;  ///< readable position of buffer element e
+  guarded_layout l_;
+  std::vector<run> runs_;  // by address
+  device_buffer buf_;
+  std::vector<unsigned char> host_;
+};
+
 // ---- cuBLASLt reference --------------------------------------------------------------------------
 
 enum class out_type { bf16, f32 };
@@ -315,6 +376,7 @@ struct compare_config {
 struct compare_report {
   bool checked = false;
   compare_stats candidate_check;  ///< candidate vs the f32 reference (set 0)
+  guard_report guard;             ///< the candidate's output inside its guards
   compare_stats cublas_check;     ///< cuBLASLt bf16 output vs the same reference (sanity)
   bool check_ok = true;
   bool timed = false;
@@ -322,11 +384,17 @@ struct compare_report {
   double candidate_tflops = 0, cublas_tflops = 0, ratio = 0;  ///< ratio = candidate / cuBLAS
 };
 
-/// Verifies `candidate` (launch i computes set i of `p`: C(i) = A(i) B(i)^T [+bias(i), relu]) once
-/// against the f32 cuBLASLt reference, with C poisoned beforehand, then times it interleaved
-/// with `cublas` (bf16 out, same epilogue) on the rotated sets.
-compare_report compare_with_cublas(const launch_fn& candidate, gemm_problem& p, const lt_gemm& cublas, lt_context& lt,
-                                   const compare_config& cfg, cudaStream_t stream, const nvml_probe* nvml = nullptr);
+/// Launches the candidate on set 0's inputs with its M x N output at `C`, rows `ldc` elements apart.
+using output_launch_fn = std::function<void(void* C, std::int64_t ldc, cudaStream_t stream)>;
+
+/// Verifies the candidate once: `check_launch` writes set 0's result into a guarded output (rows
+/// padded to padded_ld(N), NaN-poisoned, sentinel around: guarded_output), which must keep its
+/// guards and match the f32 cuBLASLt reference. Then times `candidate` (launch i computes set i of
+/// `p`: C(i) = A(i) B(i)^T [+bias(i), relu]) interleaved with `cublas` (bf16 out, same epilogue) on
+/// the rotated sets.
+compare_report compare_with_cublas(const launch_fn& candidate, const output_launch_fn& check_launch, gemm_problem& p,
+                                   const lt_gemm& cublas, lt_context& lt, const compare_config& cfg,
+                                   cudaStream_t stream, const nvml_probe* nvml = nullptr);
 
 }  // namespace tessel_bench
 

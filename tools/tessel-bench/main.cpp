@@ -2,8 +2,9 @@
 //
 // For each shape: random bf16 inputs (uniform [-1,1), no zeros) in rotated buffer sets (together
 // more than 2x L2), one f32 cuBLASLt reference; for each (schedule, tile, stages): compile the
-// examples/02_gemm kernel, verify it once (C poisoned with NaN first, relative Frobenius error vs
-// the reference), then time it and cuBLASLt (bf16 out, f32 compute) alternately, with CUDA events
+// examples/02_gemm kernel, verify it once (C in padded rows inside a sentinel-filled buffer and
+// poisoned with NaN first: nothing outside C may change, every element of C must be written, and
+// the relative Frobenius error vs the reference must be small), then time it and cuBLASLt (bf16 out, f32 compute) alternately, with CUDA events
 // around batches of launches, and report the median of the repeats, TFLOP/s, the ratio and the
 // SM clock read (NVML) while the batches ran. docs/benchmarks.md describes the method.
 #include <cuda_runtime.h>
@@ -264,7 +265,8 @@ int main(int argc, char** argv) {
     else
       std::printf("NVML: %s; the SM clock is not read (max SM clock %d MHz)\n", nvml.why().c_str(),
                   dev.max_sm_clock_mhz);
-    std::printf("method: uniform [-1,1) bf16, rotated buffer sets > 2x L2, C poisoned with NaN before the check, "
+    std::printf("method: uniform [-1,1) bf16, rotated buffer sets > 2x L2, checked once with C in padded rows inside "
+                "a sentinel-filled buffer and poisoned with NaN, "
                 "batches of >= %d launches (>= 1 ms), median of >= %d batches (>= %.0f ms per kernel), interleaved with "
                 "cuBLASLt (bf16 out, f32 compute)\n\n",
                 cmp.timing.batch, cmp.timing.repeats, cmp.timing.min_total_ms);
@@ -306,11 +308,15 @@ int main(int argc, char** argv) {
           tb::launch_fn launch = [&](int i, cudaStream_t s) {
             tb::launch_gemm(*k.kernel, c.tile, s, p->A(i), p->B(i), p->C(i), sh.m, sh.n, sh.k, layout);
           };
+          tb::output_launch_fn check_launch = [&](void* C, std::int64_t ldc, cudaStream_t s) {
+            tb::launch_gemm(*k.kernel, c.tile, s, p->A(0), p->B(0), C, sh.m, sh.n, sh.k, layout, ldc);
+          };
           try {
-            r.rep = tb::compare_with_cublas(launch, *p, *cublas, lt, cmp, stream, &nvml);
+            r.rep = tb::compare_with_cublas(launch, check_launch, *p, *cublas, lt, cmp, stream, &nvml);
             if (!r.rep.check_ok) {
               r.status = "FAIL";
               r.error = "wrong result: " + r.rep.candidate_check.str();
+              if (!r.rep.guard.ok()) r.error += "; " + r.rep.guard.str();
             }
           } catch (const ts::error& e) {
             r.status = "launch error";
@@ -383,6 +389,7 @@ int main(int argc, char** argv) {
         if (r.rep.checked)
           js << ",\"rel_err\":" << json_num(r.rep.candidate_check.rel_err)
              << ",\"nonfinite\":" << r.rep.candidate_check.nonfinite
+             << ",\"guard\":\"" << json_escape(r.rep.guard.str()) << "\""
              << ",\"cublas_rel_err\":" << json_num(r.rep.cublas_check.rel_err);
         if (r.rep.timed)
           js << ",\"ratio\":" << json_num(r.rep.ratio) << ",\n  \"tessel\":" << json_timing(r.rep.candidate, r.rep.candidate_tflops)

@@ -176,16 +176,17 @@ ts::grid gemm_grid(const tile_shape& t, std::int64_t M, std::int64_t N) {
 }
 
 void launch_gemm(ts::kernel& k, const tile_shape& t, void* stream, const void* A, const void* B, void* C,
-                 std::int64_t M, std::int64_t N, std::int64_t K, gemm_layout layout) {
+                 std::int64_t M, std::int64_t N, std::int64_t K, gemm_layout layout, std::int64_t ldc) {
   const auto sa = layout.a_strides(M, K), sb = layout.b_strides(N, K);
   k.launch(stream, gemm_grid(t, M, N), ts::view<ts::bf16>(A, {M, K}, {sa[0], sa[1]}),
-           ts::view<ts::bf16>(B, {N, K}, {sb[0], sb[1]}), ts::view<ts::bf16>(C, {M, N}));
+           ts::view<ts::bf16>(B, {N, K}, {sb[0], sb[1]}), ts::view<ts::bf16>(C, {M, N}, {ldc ? ldc : N, 1}));
 }
 
 void launch_gemm_bias_relu(ts::kernel& k, const tile_shape& t, void* stream, const void* A, const void* B,
-                           const void* bias, void* C, std::int64_t M, std::int64_t N, std::int64_t K) {
+                           const void* bias, void* C, std::int64_t M, std::int64_t N, std::int64_t K,
+                           std::int64_t ldc) {
   k.launch(stream, gemm_grid(t, M, N), ts::view<ts::bf16>(A, {M, K}), ts::view<ts::bf16>(B, {N, K}),
-           ts::view<ts::bf16>(bias, {N}), ts::view<ts::bf16>(C, {M, N}));
+           ts::view<ts::bf16>(bias, {N}), ts::view<ts::bf16>(C, {M, N}, {ldc ? ldc : N, 1}));
 }
 
 }  // namespace tessel_bench

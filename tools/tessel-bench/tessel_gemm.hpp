@@ -68,13 +68,14 @@ tessel::kernel jit_gemm(gemm_variant v, const tile_shape& t, const tessel::optio
 /// One program instance per BM x BN tile of C.
 tessel::grid gemm_grid(const tile_shape& t, std::int64_t M, std::int64_t N);
 
-/// Launches a plain GEMM kernel: C (M x N, row-major) = A (M x K) @ B (N x K)^T, A and B viewed
-/// with `layout`'s strides (default: both K-contiguous, row-major).
+/// Launches a plain GEMM kernel: C (M x N, row-major, rows `ldc` elements apart; 0: N) = A (M x K)
+/// @ B (N x K)^T, A and B viewed with `layout`'s strides (default: both K-contiguous, row-major).
 void launch_gemm(tessel::kernel& k, const tile_shape& t, void* stream, const void* A, const void* B, void* C,
-                 std::int64_t M, std::int64_t N, std::int64_t K, gemm_layout layout = {});
+                 std::int64_t M, std::int64_t N, std::int64_t K, gemm_layout layout = {}, std::int64_t ldc = 0);
 /// Launches a gemm_bias_relu kernel (bias: N elements).
 void launch_gemm_bias_relu(tessel::kernel& k, const tile_shape& t, void* stream, const void* A, const void* B,
-                           const void* bias, void* C, std::int64_t M, std::int64_t N, std::int64_t K);
+                           const void* bias, void* C, std::int64_t M, std::int64_t N, std::int64_t K,
+                           std::int64_t ldc = 0);
 
 }  // namespace tessel_bench
 

@@ -1,0 +1,95 @@
+// fuzz_kernels.hpp - what the GEMM fuzzer compiles and launches for a fuzz_case (fuzz_case.hpp):
+// examples/02_gemm and 03_gemm_bias_relu for 2-d problems, their batched forms (rank-3 tensors,
+// program_id(2) picks the matrix, one bias for all) otherwise, and the views of a case's buffers.
+// No CUDA: tests/unit/fuzz compiles every configuration of a pool without a GPU.
+#pragma once
+
+#include <tessel/tessel.hpp>
+
+#include <vector>
+
+#include "02_gemm/gemm.hpp"
+#include "03_gemm_bias_relu/gemm_bias_relu.hpp"
+#include "fuzz_case.hpp"
+
+namespace tessel_fuzz {
+
+template <int BM_, int BN_, int BK_>
+struct batched_gemm {
+  static constexpr auto BM = ts::c<BM_>, BN = ts::c<BN_>, BK = ts::c<BK_>;
+  void operator()(ts::tensor<ts::bf16, 3> A, ts::tensor<ts::bf16, 3> B, ts::tensor<ts::bf16, 3> C) const {
+    auto b = ts::program_id(2), m = ts::program_id(0) * BM, n = ts::program_id(1) * BN;
+    auto acc = ts::zeros<ts::f32>(BM, BN);
+    for (auto k : ts::range(0, A.size(2), BK))
+      acc += ts::dot(A.load({b, m, k}, BM, BK), B.load({b, n, k}, BN, BK).T());
+    C.store({b, m, n}, ts::cast<ts::bf16>(acc));
+  }
+};
+
+template <int BM_, int BN_, int BK_>
+struct batched_gemm_bias_relu {
+  static constexpr auto BM = ts::c<BM_>, BN = ts::c<BN_>, BK = ts::c<BK_>;
+  void operator()(ts::tensor<ts::bf16, 3> A, ts::tensor<ts::bf16, 3> B, ts::tensor<ts::bf16, 1> bias,
+                  ts::tensor<ts::bf16, 3> C) const {
+    auto b = ts::program_id(2), m = ts::program_id(0) * BM, n = ts::program_id(1) * BN;
+    auto acc = ts::zeros<ts::f32>(BM, BN);
+    for (auto k : ts::range(0, A.size(2), BK))
+      acc += ts::dot(A.load({b, m, k}, BM, BK), B.load({b, n, k}, BN, BK).T());
+    C.store({b, m, n}, ts::cast<ts::bf16>(ts::relu(acc + bias.load({n}, BN).row())));
+  }
+};
+
+inline ts::options options_of(const fuzz_config& c) {
+  ts::options o;
+  o.schedule = c.schedule;
+  o.stages = c.stages;
+  o.cluster = c.cluster;
+  o.swizzle = c.swizzle;
+  o.decomposition = c.decomposition;
+  return o;
+}
+
+template <int BM, int BN, int BK>
+ts::kernel jit_tile(const fuzz_config& c) {
+  const ts::options o = options_of(c);
+  if (c.batched)
+    return c.bias_relu ? ts::jit(batched_gemm_bias_relu<BM, BN, BK>{}, o) : ts::jit(batched_gemm<BM, BN, BK>{}, o);
+  return c.bias_relu ? ts::jit(examples::gemm_bias_relu<BM, BN, BK>{}, o) : ts::jit(examples::gemm<BM, BN, BK>{}, o);
+}
+
+/// The kernel of `c` (throws tessel::error when tessel cannot build it).
+inline ts::kernel jit_kernel(const fuzz_config& c) {
+  if (c.bm == 128 && c.bn == 128 && c.bk == 64) return jit_tile<128, 128, 64>(c);
+  if (c.bm == 128 && c.bn == 256 && c.bk == 64) return jit_tile<128, 256, 64>(c);
+  if (c.bm == 128 && c.bn == 128 && c.bk == 32) return jit_tile<128, 128, 32>(c);
+  throw ts::error("fuzz: tile " + std::to_string(c.bm) + "x" + std::to_string(c.bn) + "x" + std::to_string(c.bk) +
+                  " is not instantiated in fuzz_kernels.hpp");
+}
+
+inline ts::grid launch_grid(const fuzz_case& c) {
+  return ts::grid{unsigned(ts::cdiv(c.m, std::int64_t(c.cfg.bm))), unsigned(ts::cdiv(c.n, std::int64_t(c.cfg.bn))),
+                  unsigned(c.batch)};
+}
+
+/// The kernel's arguments for the case's buffers: A, B, (bias,) C, each pointing at its element 0.
+inline std::vector<ts::tensor_arg> launch_args(const fuzz_case& c, const void* A, const void* B, const void* bias,
+                                               void* C) {
+  const fuzz_config& f = c.cfg;
+  // Strides of (row, k) for A's M x K view and B's N x K view.
+  const std::int64_t ar = f.a_k_major ? c.lda : 1, ak = f.a_k_major ? 1 : c.lda;
+  const std::int64_t br = f.b_k_major ? c.ldb : 1, bk = f.b_k_major ? 1 : c.ldb;
+  std::vector<ts::tensor_arg> args;
+  if (f.batched) {
+    args.push_back(ts::view<ts::bf16>(A, {c.batch, c.m, c.k}, {c.batch_a, ar, ak}));
+    args.push_back(ts::view<ts::bf16>(B, {c.batch, c.n, c.k}, {c.batch_b, br, bk}));
+  } else {
+    args.push_back(ts::view<ts::bf16>(A, {c.m, c.k}, {ar, ak}));
+    args.push_back(ts::view<ts::bf16>(B, {c.n, c.k}, {br, bk}));
+  }
+  if (f.bias_relu) args.push_back(ts::view<ts::bf16>(bias, {c.n}));
+  args.push_back(f.batched ? ts::view<ts::bf16>(C, {c.batch, c.m, c.n}, {c.batch_c, c.ldc, 1})
+                           : ts::view<ts::bf16>(C, {c.m, c.n}, {c.ldc, 1}));
+  return args;
+}
+
+}  // namespace tessel_fuzz
