@@ -273,8 +273,10 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
         k.schedule = mlir::tessel::stringifyScheduleKind(s.getKind()).str();
       collectContracts(fn, k);
     }
-  runStep("03-nvvm.mlir", "building the kernel failed",
+  runStep("03-hopper.mlir", "building the kernel failed",
           [&](PassManager &pm) { buildKernelPipeline(pm, po); });
+  runStep("04-nvvm.mlir", "converting the hopper ops failed",
+          [&](PassManager &pm) { buildHopperToNVVMPipeline(pm); });
 
   // The kernel ABI and launch shape, left by tessel-lower-to-nvvm.
   auto kernel = module.lookupSymbol<LLVM::LLVMFuncOp>(k.name);
@@ -296,7 +298,7 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
     for (int i = 0; i < 3; ++i)
       k.cluster[i] = static_cast<unsigned>(c[i]);
 
-  runStep("04-llvm.mlir", "conversion to the LLVM dialect failed",
+  runStep("05-llvm.mlir", "conversion to the LLVM dialect failed",
           [&](PassManager &pm) { buildToLLVMPipeline(pm); });
   for (StringRef name : {"tessel.params", "tessel.threads", "tessel.shared_bytes", "tessel.schedule",
                          "tessel.persistent", "tessel.cluster"})
@@ -308,10 +310,10 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
   auto ptx = mlir::tessel::translateToPTX(module, ptxOptions);
   if (failed(ptx))
     throw fail("PTX generation failed");
-  k.stages.emplace_back("05-kernel.ll", ptx->llvmIR);
-  k.stages.emplace_back("06-kernel.opt.ll", ptx->llvmIROpt);
+  k.stages.emplace_back("06-kernel.ll", ptx->llvmIR);
+  k.stages.emplace_back("07-kernel.opt.ll", ptx->llvmIROpt);
   k.ptx = ptx->ptx;
-  k.stages.emplace_back("07-kernel.ptx", k.ptx);
+  k.stages.emplace_back("08-kernel.ptx", k.ptx);
 
   // PTX -> cubin with ptxas when the toolkit is here; otherwise the driver JITs
   // the PTX at load time (the log says so).

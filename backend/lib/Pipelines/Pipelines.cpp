@@ -23,7 +23,7 @@
 using namespace mlir;
 
 void ::tessel::registerAllDialects(DialectRegistry &registry) {
-  registry.insert<mlir::tessel::TesselDialect, arith::ArithDialect, math::MathDialect,
+  registry.insert<mlir::tessel::TesselDialect, mlir::tessel::hopper::HopperDialect, arith::ArithDialect, math::MathDialect,
                   scf::SCFDialect, func::FuncDialect, cf::ControlFlowDialect,
                   LLVM::LLVMDialect, NVVM::NVVMDialect, ub::UBDialect>();
   arith::registerConvertArithToLLVMInterface(registry);
@@ -54,6 +54,10 @@ void ::tessel::buildKernelPipeline(OpPassManager &pm, const PipelineOptions &o) 
   pm.addPass(mlir::tessel::createTesselLegalizeMath());
 }
 
+void ::tessel::buildHopperToNVVMPipeline(OpPassManager &pm) {
+  pm.addPass(mlir::tessel::createTesselConvertHopperToNVVM());
+}
+
 void ::tessel::buildToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertToLLVMPass());
@@ -65,6 +69,7 @@ void ::tessel::buildToLLVMPipeline(OpPassManager &pm) {
 void ::tessel::buildTesselPipeline(OpPassManager &pm, const PipelineOptions &o) {
   buildSchedulePipeline(pm, o);
   buildKernelPipeline(pm, o);
+  buildHopperToNVVMPipeline(pm);
   buildToLLVMPipeline(pm);
 }
 
@@ -101,7 +106,7 @@ void ::tessel::registerAllPasses() {
   registerConvertToLLVMPass();
   registerReconcileUnrealizedCastsPass();
   // The JIT's three steps, one per dumped stage (Compile.cpp), so that each
-  // stage replays to the next: 01-tessel -> 02-scheduled -> 03-nvvm -> 04-llvm.
+  // stage replays to the next: 01-tessel -> 02-scheduled -> 03-hopper -> 04-nvvm -> 05-llvm.
   PassPipelineRegistration<TesselPipelineCLOptions>(
       "tessel-schedule-pipeline", "01-tessel.mlir -> 02-scheduled.mlir (the JIT's first step)",
       [](OpPassManager &pm, const TesselPipelineCLOptions &cl) {
@@ -115,14 +120,17 @@ void ::tessel::registerAllPasses() {
         buildSchedulePipeline(pm, o);
       });
   PassPipelineRegistration<TesselPipelineCLOptions>(
-      "tessel-kernel-pipeline", "02-scheduled.mlir -> 03-nvvm.mlir (the JIT's second step)",
+      "tessel-kernel-pipeline", "02-scheduled.mlir -> 03-hopper.mlir (the JIT's second step)",
       [](OpPassManager &pm, const TesselPipelineCLOptions &cl) {
         PipelineOptions o;
         o.boundedWaits = cl.boundedWaits;
         buildKernelPipeline(pm, o);
       });
+  PassPipelineRegistration<>("tessel-hopper-to-nvvm-pipeline",
+                             "03-hopper.mlir -> 04-nvvm.mlir (the JIT's third step)",
+                             [](OpPassManager &pm) { buildHopperToNVVMPipeline(pm); });
   PassPipelineRegistration<>("tessel-to-llvm-pipeline",
-                             "03-nvvm.mlir -> 04-llvm.mlir (the JIT's third step)",
+                             "04-nvvm.mlir -> 05-llvm.mlir (the JIT's fourth step)",
                              [](OpPassManager &pm) { buildToLLVMPipeline(pm); });
   PassPipelineRegistration<TesselPipelineCLOptions>(
       "tessel-pipeline", "tessel IR to LLVM-dialect kernels (the JIT's pipeline up to PTX)",

@@ -577,10 +577,11 @@ void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_ar
 std::string stage_text(const kernel_impl& kernel, const std::string& stage) {
   const CompiledKernel& k = kernel.compiled();
   // The names kernel::stage documents (jit.hpp), each one stage; a dump file's
-  // own name ("03-nvvm.mlir") works too.
+  // own name ("04-nvvm.mlir") works too.
   static const std::pair<const char*, const char*> names[] = {
-      {"tessel", "01-tessel.mlir"}, {"scheduled", "02-scheduled.mlir"}, {"nvvm", "03-nvvm.mlir"},
-      {"llvm", "04-llvm.mlir"},     {"ll", "05-kernel.ll"},            {"opt.ll", "06-kernel.opt.ll"}};
+      {"tessel", "01-tessel.mlir"}, {"scheduled", "02-scheduled.mlir"}, {"hopper", "03-hopper.mlir"},
+      {"nvvm", "04-nvvm.mlir"},     {"llvm", "05-llvm.mlir"},          {"ll", "06-kernel.ll"},
+      {"opt.ll", "07-kernel.opt.ll"}};
   if (stage == "ptx")
     return k.ptx;
   if (stage == "ptxas.log")

@@ -70,7 +70,6 @@ private:
   /// traps.
   void spinWait(StringRef decls, function_ref<std::string(int)> probe, bool doneIfP,
                 StringRef constraints, ValueRange operands, StringRef what, Value id, Value parity);
-  void reportTimeout(StringRef ring, Value stage, Value parity);
 
   Type mapScalarType(Type t) { return t.isIndex() ? b.getI32Type() : t; }
   /// The kernel-side value of a scalar (index or float) of the tessel func;

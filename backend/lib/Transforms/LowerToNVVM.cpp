@@ -46,6 +46,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tessel/Dialect/Hopper/Hopper.h"
 #include "tessel/Transforms/GemmMatch.h"
 #include "tessel/Transforms/Passes.h"
 
@@ -63,99 +64,25 @@ using namespace mlir;
 using namespace mlir::tessel;
 
 #include "KernelBuilder.h"
+#include "PtxEmitter.h"
 
 namespace mlir::tessel::lowering {
 
 Value KernelBuilder::ptx(StringRef code, StringRef constraints, ValueRange operands,
                          Type result) {
-  std::string cons = constraints.str();
-  cons += cons.empty() ? "~{memory}" : ",~{memory}";
-  auto asmOp = b.create<LLVM::InlineAsmOp>(
-      loc, result, operands, code, cons, /*has_side_effects=*/true, /*is_align_stack=*/false,
-      LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr{}, ArrayAttr{});
-  return result ? asmOp.getResult(0) : Value();
+  return emitPtx(b, loc, code, constraints, operands, result);
 }
 
 void KernelBuilder::spinWait(StringRef decls, function_ref<std::string(int)> probe, bool doneIfP,
                              StringRef constraints, ValueRange operands, StringRef what, Value id,
                              Value parity) {
-  StringRef waiting = doneIfP ? "@!p" : "@p", done = doneIfP ? "@p" : "@!p";
-  if (!boundedWaits) {
-    ptx(("{\n.reg .pred p;\n" + decls + "WAIT:\n" + probe(0) + waiting + " bra WAIT;\n}").str(),
-        constraints, operands);
-    return;
-  }
-  // Bounded: give up after 4 s of %globaltimer and report.
-  Value timedOut = ptx(("{\n"
-                        ".reg .pred p;\n"
-                        ".reg .u64 t0, t1;\n" +
-                        decls +
-                        "mov.u32 $0, 0;\n"
-                        "mov.u64 t0, %globaltimer;\n"
-                        "WAIT:\n" +
-                        probe(1) + done +
-                        " bra DONE;\n"
-                        "mov.u64 t1, %globaltimer;\n"
-                        "sub.u64 t1, t1, t0;\n"
-                        "setp.lt.u64 p, t1, 4000000000;\n"
-                        "@p bra WAIT;\n"
-                        "mov.u32 $0, 1;\n"
-                        "DONE:\n"
-                        "}")
-                           .str(),
-                       ("=r," + constraints).str(), operands, b.getI32Type());
-  Value failed = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, timedOut, i32(0));
-  auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, failed, false);
-  OpBuilder::InsertionGuard g(b);
-  b.setInsertionPointToStart(ifOp.thenBlock());
-  reportTimeout(what, id, parity);
+  emitSpinWait(b, loc, decls, probe, doneIfP, constraints, operands, boundedWaits,
+               WaitReport{fn.getSymName(), what, tid, id, parity});
 }
 
 void KernelBuilder::mbarrierWait(Value bar, Value parity, StringRef ring, Value stage) {
-  // try_wait.parity itself suspends the thread for a while in hardware.
-  spinWait(
-      "",
-      [](int n) {
-        return "mbarrier.try_wait.parity.shared::cta.b64 p, [$" + std::to_string(n) + "], $" +
-               std::to_string(n + 1) + ";\n";
-      },
-      /*doneIfP=*/true, "r,r", {bar, parity}, ring, stage, parity);
-}
-
-void KernelBuilder::reportTimeout(StringRef ring, Value stage, Value parity) {
-  // vprintf(format, args) as CUDA's printf does, then trap.
-  auto module = kernel->getParentOfType<ModuleOp>();
-  auto ptrTy = LLVM::LLVMPointerType::get(ctx);
-  if (!module.lookupSymbol("vprintf")) {
-    OpBuilder mb(module.getBodyRegion());
-    mb.create<LLVM::LLVMFuncOp>(
-        loc, "vprintf", LLVM::LLVMFunctionType::get(b.getI32Type(), {ptrTy, ptrTy}));
-  }
-  std::string format = ("tessel: kernel '" + fn.getSymName() + "': thread %d of block (%d, %d, %d)"
-                        " waited 4 s on mbarrier " + ring + "[%d] for parity %d: a missing "
-                        "arrive or TMA transaction (TESSEL_DEBUG bounded waits)\n")
-                           .str();
-  std::string symbol = ("__tessel_timeout_" + ring).str();
-  if (!module.lookupSymbol(symbol)) {
-    OpBuilder mb(module.getBodyRegion());
-    std::string bytes = format + '\0';
-    mb.create<LLVM::GlobalOp>(loc, LLVM::LLVMArrayType::get(b.getI8Type(), bytes.size()),
-                              /*isConstant=*/true, LLVM::Linkage::Internal, symbol,
-                              b.getStringAttr(bytes));
-  }
-  Value fmt = b.create<LLVM::AddressOfOp>(loc, ptrTy, symbol);
-  SmallVector<Value> values = {tid, b.create<NVVM::BlockIdXOp>(loc, b.getI32Type()),
-                               b.create<NVVM::BlockIdYOp>(loc, b.getI32Type()),
-                               b.create<NVVM::BlockIdZOp>(loc, b.getI32Type()), stage, parity};
-  auto argsTy = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(values.size(), b.getI32Type()));
-  Value buf = b.create<LLVM::AllocaOp>(loc, ptrTy, argsTy, i32(1));
-  for (auto [i, v] : llvm::enumerate(values)) {
-    Value field = b.create<LLVM::GEPOp>(loc, ptrTy, argsTy, buf,
-                                        ArrayRef<LLVM::GEPArg>{0, static_cast<int32_t>(i)});
-    b.create<LLVM::StoreOp>(loc, v, field);
-  }
-  b.create<LLVM::CallOp>(loc, TypeRange{b.getI32Type()}, "vprintf", ValueRange{fmt, buf});
-  ptx("trap;", "", {});
+  auto wait = b.create<hopper::MBarrierWaitOp>(loc, bar, parity, stage, b.getStringAttr(ring));
+  wait.setBounded(boundedWaits);
 }
 
 //===----------------------------------------------------------------------===//
@@ -610,8 +537,7 @@ LogicalResult KernelBuilder::issueStage(Value j, Value s) {
   Value kv = b.create<arith::AddIOp>(loc, lb, b.create<arith::MulIOp>(loc, j, step));
   Value full = smemAddr(b.create<arith::AddIOp>(loc, i32(fullBarOff),
                                                 b.create<arith::MulIOp>(loc, s, i32(8))));
-  ptx("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r",
-      {full, i32(aBytes + bBytes)});
+  b.create<hopper::MBarrierArriveExpectTxOp>(loc, full, i32(aBytes + bBytes));
   Value aDst = smemAddr(b.create<arith::MulIOp>(loc, s, i32(aBytes)));
   Value bDst = smemAddr(b.create<arith::AddIOp>(
       loc, i32(stages * aBytes), b.create<arith::MulIOp>(loc, s, i32(bBytes))));
@@ -658,22 +584,10 @@ LogicalResult KernelBuilder::issueOperand(const OperandLayout &l, GemmOperand op
   auto copyBox = [&](Value i) {
     Value x = b.create<arith::AddIOp>(loc, innerOff, b.create<arith::MulIOp>(loc, i, i32(l.boxInner())));
     Value d = b.create<arith::AddIOp>(loc, dst, b.create<arith::MulIOp>(loc, i, i32(l.boxBytes())));
-    if (cs == 1 && !batchOff)
-      ptx("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-          " [$0], [$1, {$2, $3}], [$4];",
-          "r,l,r,r,r", {d, t.desc, x, outerOff, full});
-    else if (cs == 1)
-      ptx("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
-          " [$0], [$1, {$2, $3, $4}], [$5];",
-          "r,l,r,r,r,r", {d, t.desc, x, outerOff, batchOff, full});
-    else if (!batchOff)
-      ptx("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-          ".multicast::cluster [$0], [$1, {$2, $3}], [$4], $5;",
-          "r,l,r,r,r,h", {d, t.desc, x, outerOff, full, mask});
-    else
-      ptx("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
-          ".multicast::cluster [$0], [$1, {$2, $3, $4}], [$5], $6;",
-          "r,l,r,r,r,r,h", {d, t.desc, x, outerOff, batchOff, full, mask});
+    SmallVector<Value, 3> coords = {x, outerOff};
+    if (batchOff)
+      coords.push_back(batchOff);
+    b.create<hopper::TmaLoadOp>(loc, t.desc, coords, d, full, mask);
   };
   // Up to 4 boxes unrolled; more (narrow swizzles) in a loop, which keeps the
   // producer's code and registers small (unrolled, 32 unswizzled boxes spill
@@ -745,10 +659,10 @@ LogicalResult KernelBuilder::setupGemm() {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
     for (int64_t s = 0; s < stages; ++s) {
-      ptx("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r", {smemAddr(fullBarOff + 8 * s), i32(1)});
-      ptx("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r", {smemAddr(emptyBarOff + 8 * s), i32(emptyArrivals)});
+      b.create<hopper::MBarrierInitOp>(loc, smemAddr(fullBarOff + 8 * s), i32(1));
+      b.create<hopper::MBarrierInitOp>(loc, smemAddr(emptyBarOff + 8 * s), i32(emptyArrivals));
     }
-    ptx("fence.mbarrier_init.release.cluster;", "", {});
+    b.create<hopper::FenceMBarrierInitOp>(loc);
     for (TmaParam &t : tma)
       ptx("prefetch.tensormap [$0];", "l", {t.desc});
     b.setInsertionPointAfter(ifOp);
@@ -1184,7 +1098,7 @@ LogicalResult KernelBuilder::buildTmaSchedule() {
       {
         OpBuilder::InsertionGuard g3(b);
         b.setInsertionPointToStart(relIf.thenBlock());
-        ptx("mbarrier.arrive.shared::cta.b64 _, [$0];", "r", {emptyBar(sp)});
+        b.create<hopper::MBarrierArriveOp>(loc, emptyBar(sp));
       }
       Value jn = b.create<arith::AddIOp>(loc, jp, i32(stages));
       Value refill = b.create<arith::AndIOp>(
@@ -1261,7 +1175,7 @@ void KernelBuilder::setProgramIds(Value t) {
 void KernelBuilder::releaseStage(Value s) {
   Value bar = emptyBar(s);
   if (clusterSize == 1) {
-    ptx("mbarrier.arrive.shared::cta.b64 _, [$0];", "r", {bar});
+    b.create<hopper::MBarrierArriveOp>(loc, bar);
     return;
   }
   // Rule C3: the stage is free once the consumers of every CTA it was

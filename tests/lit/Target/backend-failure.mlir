@@ -7,7 +7,7 @@
 // RUN: ls %t/failed-sine | FileCheck %s --check-prefix=FILES
 
 // CHECK: tessel: PTX generation failed (kernel 'sine'):
-// CHECK-NEXT: backend-failure.mlir:[[@LINE+15]]:3: error: LLVM's NVPTX backend failed: Cannot select: f32 = fsin{{$}}
+// CHECK-NEXT: backend-failure.mlir:[[@LINE+16]]:3: error: LLVM's NVPTX backend failed: Cannot select: f32 = fsin{{$}}
 // CHECK-NEXT: IR reproducer: {{.*}}failed-sine/{{$}}
 // CHECK-NOT: see current operation
 
@@ -16,8 +16,9 @@
 
 // FILES: 01-tessel.mlir
 // FILES-NEXT: 02-scheduled.mlir
-// FILES-NEXT: 03-nvvm.mlir
-// FILES-NEXT: 04-llvm.mlir
+// FILES-NEXT: 03-hopper.mlir
+// FILES-NEXT: 04-nvvm.mlir
+// FILES-NEXT: 05-llvm.mlir
 // FILES-NEXT: failing-step-input.mlir
 // FILES-EMPTY:
 

@@ -29,11 +29,11 @@
 
 // FILES: 01-tessel.mlir
 // FILES: 02-scheduled.mlir
-// FILES: 03-nvvm.mlir
-// FILES: 04-llvm.mlir
-// FILES: 05-kernel.ll
-// FILES: 06-kernel.opt.ll
-// FILES: 07-kernel.ptx
+// FILES: 04-nvvm.mlir
+// FILES: 05-llvm.mlir
+// FILES: 06-kernel.ll
+// FILES: 07-kernel.opt.ll
+// FILES: 08-kernel.ptx
 // FILES: gemm.cubin
 // FILES: gemm.ptx
 // FILES: ptxas.log

@@ -1,9 +1,11 @@
 // RUN: tessel-opt %inputs/gemm_128x256.mlir -tessel-select-schedule -tessel-lower-to-nvvm | FileCheck %s
 // RUN: tessel-opt %s -tessel-lower-to-nvvm | FileCheck %s --check-prefix=EW
-// RUN: tessel-opt %inputs/gemm_128x256.mlir -tessel-select-schedule -tessel-lower-to-nvvm=bounded-waits=true | FileCheck %s --check-prefix=DEBUG
+// RUN: tessel-opt %inputs/gemm_128x256.mlir -tessel-select-schedule -tessel-lower-to-nvvm=bounded-waits=true | FileCheck %s --check-prefix=BOUNDED
+// RUN: tessel-opt %inputs/gemm_128x256.mlir -tessel-select-schedule -tessel-lower-to-nvvm=bounded-waits=true -tessel-convert-hopper-to-nvvm | FileCheck %s --check-prefix=DEBUG
 
 // The tma schedule: one extern dynamic shared base, TMA descriptors as byval
-// grid_constant params, a parity-waited mbarrier ring, wgmma from descriptors.
+// grid_constant params, a parity-waited mbarrier ring (hopper ops), wgmma from
+// descriptors.
 // CHECK: llvm.mlir.global external @__tessel_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
 // CHECK: llvm.func @gemm(
 // CHECK-SAME: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}
@@ -11,23 +13,25 @@
 // CHECK-SAME: nvvm.reqntid = array<i32: 256, 1, 1>
 // CHECK-SAME: tessel.params = ["ptr:0", "size:0:0", "size:0:1", "stride:0:0", "stride:0:1", {{.*}}, "tma:0:64x128:128", "tma:1:64x256:128"]
 // CHECK-SAME: tessel.shared_bytes = 196672
-// CHECK: mbarrier.init.shared::cta.b64
-// CHECK: fence.mbarrier_init.release.cluster
+// CHECK: hopper.mbarrier.init %{{.*}}, %{{.*}}
+// CHECK: hopper.fence.mbarrier_init
 // CHECK: bar.sync 0
-// CHECK: mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;
-// CHECK: cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes
+// CHECK: hopper.mbarrier.arrive_expect_tx %{{.*}}, %c49152_i32
+// CHECK: hopper.tma.load %arg{{[0-9]+}}[%{{.*}}, %{{.*}}] -> %{{.*}}, %{{.*}} : !llvm.ptr
 // CHECK: scf.for
-// CHECK: mbarrier.try_wait.parity.shared::cta.b64
+// CHECK: hopper.mbarrier.wait %{{.*}}, %{{.*}} stage %{{.*}} {ring = "full"}
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK-COUNT-4: nvvm.wgmma.mma_async
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
-// CHECK: mbarrier.arrive.shared::cta.b64
+// CHECK: hopper.mbarrier.arrive
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
 // CHECK: llvm.store
 
-// TESSEL_DEBUG: waits give up after 4 s of %globaltimer, print the ring, stage, parity, and trap.
+// TESSEL_DEBUG: waits are marked bounded; after conversion they give up after 4 s of
+// %globaltimer, print the ring, stage, parity, and trap.
+// BOUNDED: hopper.mbarrier.wait %{{.*}}, %{{.*}} stage %{{.*}} {bounded, ring = "full"}
 // DEBUG-DAG: llvm.func @vprintf(!llvm.ptr, !llvm.ptr) -> i32
 // DEBUG-DAG: llvm.mlir.global internal constant @__tessel_timeout_full("tessel: kernel 'gemm': thread %d of block (%d, %d, %d) waited 4 s on mbarrier full[%d] for parity %d
 // DEBUG: %globaltimer

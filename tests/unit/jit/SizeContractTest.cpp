@@ -161,7 +161,7 @@ TEST(DumpDir, OneSubfolderPerKernelAndOptions) {
                                                        "examples_gemm_bias_relu_128_128_64.cooperative.data-parallel"));
   for (const std::string& f : folders) {
     EXPECT_TRUE(fs::exists(dir / f / "02-scheduled.mlir")) << f;
-    EXPECT_TRUE(fs::exists(dir / f / "07-kernel.ptx")) << f;
+    EXPECT_TRUE(fs::exists(dir / f / "08-kernel.ptx")) << f;
   }
   fs::remove_all(dir);
 }

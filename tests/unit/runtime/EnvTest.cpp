@@ -123,10 +123,10 @@ TEST(WriteStages, WritesEveryStagePtxCubinAndLog) {
   runtime::writeStages(dir, k);
 
   EXPECT_THAT(listDir(dir),
-              UnorderedElementsAre("01-tessel.mlir", "02-scheduled.mlir", "03-nvvm.mlir", "04-llvm.mlir",
-                                   "05-kernel.ll", "06-kernel.opt.ll", "sub_dir.txt", "gemm.ptx", "gemm.cubin", "ptxas.log"));
+              UnorderedElementsAre("01-tessel.mlir", "02-scheduled.mlir", "03-hopper.mlir", "04-nvvm.mlir", "05-llvm.mlir",
+                                   "06-kernel.ll", "07-kernel.opt.ll", "sub_dir.txt", "gemm.ptx", "gemm.cubin", "ptxas.log"));
   EXPECT_EQ(readAll(dir + "/01-tessel.mlir"), "tessel ir");
-  EXPECT_EQ(readAll(dir + "/05-kernel.ll"), "llvm ir");
+  EXPECT_EQ(readAll(dir + "/06-kernel.ll"), "llvm ir");
   EXPECT_EQ(readAll(dir + "/sub_dir.txt"), "slash");
   EXPECT_EQ(readAll(dir + "/gemm.ptx"), k.ptx);
   EXPECT_EQ(readAll(dir + "/gemm.cubin"), k.cubin);

@@ -32,20 +32,21 @@ TEST(StageText, ExactlyTheDocumentedNames) {
   auto k = runtime::makeKernel(gemmKernel());
   EXPECT_EQ(detail::stage_text(*k, "tessel"), "tessel ir");
   EXPECT_EQ(detail::stage_text(*k, "scheduled"), "scheduled ir");
+  EXPECT_EQ(detail::stage_text(*k, "hopper"), "hopper ir");
   EXPECT_EQ(detail::stage_text(*k, "nvvm"), "nvvm ir");
   EXPECT_EQ(detail::stage_text(*k, "llvm"), "llvm dialect");
   EXPECT_EQ(detail::stage_text(*k, "ll"), "llvm ir");
   EXPECT_EQ(detail::stage_text(*k, "opt.ll"), "optimized llvm ir");
-  EXPECT_EQ(detail::stage_text(*k, "05-kernel.ll"), "llvm ir");  // a dump file's name
+  EXPECT_EQ(detail::stage_text(*k, "06-kernel.ll"), "llvm ir");  // a dump file's name
 }
 
 TEST(StageText, UnknownStageListsTheDocumentedOnes) {
   auto k = runtime::makeKernel(gemmKernel());
-  for (const char* bad : {"hopper", "hop", "LLVM", "03-llvm.mlir"})
+  for (const char* bad : {"sched", "hop", "LLVM", "03-llvm.mlir"})
     EXPECT_THAT([&] { detail::stage_text(*k, bad); },
                 ThrowsMessage<tessel::error>(::testing::StrEq(
                     std::string("tessel: kernel 'gemm' has no stage '") + bad +
-                    "'; stages: tessel, scheduled, nvvm, llvm, ll, opt.ll, ptx, ptxas.log, cubin, sass (or a "
+                    "'; stages: tessel, scheduled, hopper, nvvm, llvm, ll, opt.ll, ptx, ptxas.log, cubin, sass (or a "
                     "dump file's name)")));
   // No cubin (ptxas was missing): neither cubin nor sass.
   EXPECT_THAT([&] { detail::stage_text(*k, "sass"); },

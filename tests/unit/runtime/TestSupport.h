@@ -41,10 +41,11 @@ inline CompiledKernel gemmKernel() {
   k.ptxasLog = "ptxas info    : Used 90 registers\n";
   k.stages = {{"01-tessel.mlir", "tessel ir"},
               {"02-scheduled.mlir", "scheduled ir"},
-              {"03-nvvm.mlir", "nvvm ir"},
-              {"04-llvm.mlir", "llvm dialect"},
-              {"05-kernel.ll", "llvm ir"},
-              {"06-kernel.opt.ll", "optimized llvm ir"}};
+              {"03-hopper.mlir", "hopper ir"},
+              {"04-nvvm.mlir", "nvvm ir"},
+              {"05-llvm.mlir", "llvm dialect"},
+              {"06-kernel.ll", "llvm ir"},
+              {"07-kernel.opt.ll", "optimized llvm ir"}};
   return k;
 }
 

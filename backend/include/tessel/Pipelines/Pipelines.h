@@ -36,11 +36,13 @@ struct PipelineOptions {
 
 /// tessel IR -> scheduled tessel IR (stage "scheduled").
 void buildSchedulePipeline(mlir::OpPassManager &pm, const PipelineOptions &o);
-/// scheduled tessel IR -> nvvm/llvm kernels (stage "nvvm").
+/// scheduled tessel IR -> kernels in nvvm/llvm and hopper ops (stage "hopper").
 void buildKernelPipeline(mlir::OpPassManager &pm, const PipelineOptions &o);
+/// tessel-convert-hopper-to-nvvm: the hopper ops to inline PTX (stage "nvvm").
+void buildHopperToNVVMPipeline(mlir::OpPassManager &pm);
 /// nvvm kernels -> LLVM dialect only (stage "llvm").
 void buildToLLVMPipeline(mlir::OpPassManager &pm);
-/// All three, in order (`tessel-opt --tessel-pipeline`).
+/// All four, in order (`tessel-opt --tessel-pipeline`).
 void buildTesselPipeline(mlir::OpPassManager &pm, const PipelineOptions &o);
 
 /// Compiles a traced module (one kernel) all the way to cubin, recording every

@@ -2,12 +2,14 @@
 #ifndef TESSEL_TRANSFORMS_PASSES_H
 #define TESSEL_TRANSFORMS_PASSES_H
 
+#include "tessel/Dialect/Hopper/Hopper.h"
 #include "tessel/Dialect/Tessel/Tessel.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::tessel {

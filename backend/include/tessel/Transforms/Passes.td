@@ -62,7 +62,8 @@ def TesselLowerToNVVM : Pass<"tessel-lower-to-nvvm", "mlir::ModuleOp"> {
            "(TESSEL_DEBUG)">,
   ];
   let dependentDialects = ["mlir::LLVM::LLVMDialect", "mlir::NVVM::NVVMDialect",
-                           "mlir::scf::SCFDialect", "mlir::arith::ArithDialect"];
+                           "mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
+                           "mlir::tessel::hopper::HopperDialect"];
 }
 
 def TesselLegalizeMath : Pass<"tessel-legalize-math", "mlir::ModuleOp"> {
@@ -104,6 +105,28 @@ def TesselLegalizeMath : Pass<"tessel-legalize-math", "mlir::ModuleOp"> {
   }];
   let dependentDialects = ["mlir::LLVM::LLVMDialect", "mlir::arith::ArithDialect",
                            "mlir::math::MathDialect"];
+}
+
+def TesselConvertHopperToNVVM : Pass<"tessel-convert-hopper-to-nvvm", "mlir::ModuleOp"> {
+  let summary = "Rewrite hopper ops 1:1 into the PTX they name";
+  let description = [{
+    The last step of the Hopper-level IR: each `hopper` op (mbarrier init /
+    arrive / arrive_expect_tx / wait, the barrier-init fence, TMA loads)
+    becomes the inline PTX its ODS description names, in place, with the
+    operands in order. A `bounded` wait (TESSEL_DEBUG) becomes the timed loop
+    that reports and traps. Any hopper op without a pattern is an error.
+
+    Before:
+    ```mlir
+    hopper.mbarrier.arrive %empty
+    ```
+    After:
+    ```mlir
+    llvm.inline_asm has_side_effects "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}" %empty : (i32) -> ()
+    ```
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect", "mlir::NVVM::NVVMDialect",
+                           "mlir::scf::SCFDialect", "mlir::arith::ArithDialect"];
 }
 
 #endif // TESSEL_PASSES

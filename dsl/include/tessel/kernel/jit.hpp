@@ -123,9 +123,9 @@ public:
   }
 
   /// Text of a compiled stage, as dumped (README, "Dumping and replaying the IR"): "tessel",
-  /// "scheduled", "nvvm", "llvm", "ll", "opt.ll", "ptx", "ptxas.log", "cubin" (binary), "sass"
+  /// "scheduled", "hopper", "nvvm", "llvm", "ll", "opt.ll", "ptx", "ptxas.log", "cubin" (binary), "sass"
   /// (cuobjdump -sass of the cubin; needs the CUDA toolkit), or a dump file's name
-  /// ("03-nvvm.mlir"). Throws tessel::error naming the valid ones for any other name.
+  /// ("04-nvvm.mlir"). Throws tessel::error naming the valid ones for any other name.
   std::string stage(const std::string& name) const { return detail::stage_text(impl(), name); }
 
   /// The kernel's symbol name (from the functor's type).

@@ -1,0 +1,33 @@
+//===- HopperDialect.td - the Hopper-level dialect ---------*- tablegen -*-===//
+
+#ifndef TESSEL_HOPPER_DIALECT
+#define TESSEL_HOPPER_DIALECT
+
+include "mlir/IR/OpBase.td"
+
+def Hopper_Dialect : Dialect {
+  let name = "hopper";
+  let cppNamespace = "::mlir::tessel::hopper";
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+  let summary = "sm_90 machinery between tile-level tessel IR and nvvm";
+  let description = [{
+    The hardware protocol of a Hopper GEMM as ops, so that a dump shows the
+    ring's barriers, waits and TMA copies as steps rather than as inline-asm
+    strings. `tessel-lower-to-nvvm` builds kernels with these ops and
+    `tessel-convert-hopper-to-nvvm` rewrites each one 1:1 into the PTX it
+    names (the only place their PTX strings live).
+
+    Addresses of shared memory are 32-bit shared-window addresses (`i32`, the
+    PTX `.shared` state space); TMA descriptors are generic pointers to the
+    `__grid_constant__` kernel parameters that hold them (`!llvm.ptr`).
+
+    This is the first slice of the dialect (mbarrier protocol, TMA loads,
+    barrier-init fence); the rest of the kernel (wgmma, roles, epilogue) is
+    still built in nvvm by `tessel-lower-to-nvvm` (docs/design-notes.md).
+  }];
+}
+
+class Hopper_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Hopper_Dialect, mnemonic, traits>;
+
+#endif // TESSEL_HOPPER_DIALECT

@@ -1,0 +1,127 @@
+//===- ConvertHopperToNVVM.cpp - tessel-convert-hopper-to-nvvm ------------===//
+//
+// Rewrites each hopper op into the PTX it names, 1:1, in place (the only
+// place the hopper ops' PTX strings live). The IR it writes is exactly what
+// tessel-lower-to-nvvm wrote before the hopper dialect existed, so the PTX of
+// every kernel is unchanged (scripts/golden-ptx).
+//
+//   hopper.mbarrier.arrive_expect_tx %full, %c32768
+//   hopper.tma.load %desc[%k, %m] -> %dst, %full : !llvm.ptr
+//   hopper.mbarrier.wait %full, %ph stage %s {ring = "full"}
+// becomes
+//   llvm.inline_asm has_side_effects "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;",
+//       "r,r,~{memory}" %full, %c32768 : (i32, i32) -> ()
+//   llvm.inline_asm has_side_effects "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::
+//       complete_tx::bytes [$0], [$1, {$2, $3}], [$4];", "r,l,r,r,r,~{memory}" ...
+//   llvm.inline_asm has_side_effects "{\n.reg .pred p;\nWAIT:\nmbarrier.try_wait.parity...
+//       @!p bra WAIT;\n}", "r,r,~{memory}" %full, %ph
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessel/Dialect/Hopper/Hopper.h"
+#include "tessel/Transforms/Passes.h"
+
+#include "PtxEmitter.h"
+
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::tessel {
+#define GEN_PASS_DEF_TESSELCONVERTHOPPERTONVVM
+#include "tessel/Transforms/Passes.h.inc"
+} // namespace mlir::tessel
+
+using namespace mlir;
+using namespace mlir::tessel;
+
+namespace {
+
+/// An op that becomes one fixed PTX string with its operands in order.
+template <typename Op>
+struct ToPtx : OpRewritePattern<Op> {
+  ToPtx(MLIRContext *ctx, StringRef code, StringRef constraints)
+      : OpRewritePattern<Op>(ctx), code(code), constraints(constraints) {}
+  LogicalResult matchAndRewrite(Op op, PatternRewriter &b) const override {
+    emitPtx(b, op.getLoc(), code, constraints, op->getOperands());
+    b.eraseOp(op);
+    return success();
+  }
+  std::string code, constraints;
+};
+
+struct TmaLoadToPtx : OpRewritePattern<hopper::TmaLoadOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(hopper::TmaLoadOp op, PatternRewriter &b) const override {
+    const bool threeD = op.getCoords().size() == 3, multicast = bool(op.getMask());
+    std::string coords = threeD ? "{$2, $3, $4}" : "{$2, $3}";
+    int bar = threeD ? 5 : 4;
+    std::string code = std::string("cp.async.bulk.tensor.") + (threeD ? "3d" : "2d") +
+                       ".shared::cluster.global.mbarrier::complete_tx::bytes" +
+                       (multicast ? ".multicast::cluster" : "") + " [$0], [$1, " + coords + "], [$" +
+                       std::to_string(bar) + "]" +
+                       (multicast ? ", $" + std::to_string(bar + 1) : std::string()) + ";";
+    std::string constraints = std::string("r,l,r,r,") + (threeD ? "r," : "") + "r" + (multicast ? ",h" : "");
+    SmallVector<Value> operands = {op.getDst(), op.getDesc()};
+    operands.append(op.getCoords().begin(), op.getCoords().end());
+    operands.push_back(op.getBar());
+    if (multicast)
+      operands.push_back(op.getMask());
+    emitPtx(b, op.getLoc(), code, constraints, operands);
+    b.eraseOp(op);
+    return success();
+  }
+};
+
+struct MBarrierWaitToPtx : OpRewritePattern<hopper::MBarrierWaitOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(hopper::MBarrierWaitOp op, PatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    WaitReport report;
+    if (op.getBounded()) {
+      auto fn = op->getParentOfType<LLVM::LLVMFuncOp>();
+      report = {fn ? fn.getSymName() : StringRef("?"), op.getRing(),
+                b.create<NVVM::ThreadIdXOp>(loc, b.getI32Type()), op.getStage(), op.getParity()};
+    }
+    // try_wait.parity itself suspends the thread for a while in hardware.
+    emitSpinWait(
+        b, loc, "",
+        [](int n) {
+          return "mbarrier.try_wait.parity.shared::cta.b64 p, [$" + std::to_string(n) + "], $" +
+                 std::to_string(n + 1) + ";\n";
+        },
+        /*doneIfP=*/true, "r,r", {op.getBar(), op.getParity()}, op.getBounded(), report);
+    b.eraseOp(op);
+    return success();
+  }
+};
+
+struct TesselConvertHopperToNVVM
+    : tessel::impl::TesselConvertHopperToNVVMBase<TesselConvertHopperToNVVM> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    RewritePatternSet patterns(ctx);
+    patterns.add<ToPtx<hopper::MBarrierInitOp>>(ctx, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r");
+    patterns.add<ToPtx<hopper::MBarrierArriveOp>>(ctx, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r");
+    patterns.add<ToPtx<hopper::MBarrierArriveExpectTxOp>>(
+        ctx, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r");
+    patterns.add<ToPtx<hopper::FenceMBarrierInitOp>>(ctx, "fence.mbarrier_init.release.cluster;", "");
+    patterns.add<TmaLoadToPtx, MBarrierWaitToPtx>(ctx);
+    // One pass over the ops in order, no folding: the IR stays as the builder wrote it.
+    GreedyRewriteConfig config;
+    config.setStrictness(GreedyRewriteStrictness::ExistingOps).enableFolding(false).enableConstantCSE(false);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns), config)))
+      return signalPassFailure();
+    WalkResult left = getOperation()->walk([&](Operation *op) {
+      if (isa<hopper::HopperDialect>(op->getDialect())) {
+        op->emitError() << "'" << op->getName() << "' has no conversion to nvvm";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (left.wasInterrupted())
+      signalPassFailure();
+  }
+};
+
+} // namespace

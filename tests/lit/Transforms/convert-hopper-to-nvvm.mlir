@@ -1,0 +1,35 @@
+// RUN: tessel-opt %s --tessel-convert-hopper-to-nvvm | FileCheck %s
+
+// Each hopper op becomes its PTX, 1:1, in order, operands in order.
+// CHECK-LABEL: llvm.func @ring
+// CHECK: llvm.inline_asm has_side_effects "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}" %arg1, %arg3
+// CHECK: llvm.inline_asm has_side_effects "fence.mbarrier_init.release.cluster;", "~{memory}"
+// CHECK: llvm.inline_asm has_side_effects "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}" %arg1, %arg3
+// CHECK: llvm.inline_asm has_side_effects "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];", "r,l,r,r,r,~{memory}" %arg2, %arg0, %arg3, %arg3, %arg1
+// CHECK: llvm.inline_asm has_side_effects "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [$0], [$1, {$2, $3, $4}], [$5], $6;", "r,l,r,r,r,r,h,~{memory}" %arg2, %arg0, %arg3, %arg3, %arg3, %arg1, %arg4
+// CHECK: llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0AWAIT:\0Ambarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\0A@!p bra WAIT;\0A}", "r,r,~{memory}" %arg1, %arg3
+// CHECK: llvm.inline_asm has_side_effects "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}" %arg1
+// CHECK-NOT: hopper.
+// CHECK: llvm.return
+llvm.func @ring(%desc: !llvm.ptr, %bar: i32, %dst: i32, %x: i32, %mask: i16) {
+  hopper.mbarrier.init %bar, %x
+  hopper.fence.mbarrier_init
+  hopper.mbarrier.arrive_expect_tx %bar, %x
+  hopper.tma.load %desc[%x, %x] -> %dst, %bar : !llvm.ptr
+  hopper.tma.load %desc[%x, %x, %x] -> %dst, %bar multicast %mask : !llvm.ptr
+  hopper.mbarrier.wait %bar, %x stage %x {ring = "full"}
+  hopper.mbarrier.arrive %bar
+  llvm.return
+}
+
+// A bounded wait (TESSEL_DEBUG): the timed loop, then the report and trap in an scf.if.
+// CHECK-LABEL: llvm.func @bounded
+// CHECK: %globaltimer
+// CHECK: scf.if
+// CHECK: llvm.call @vprintf
+// CHECK: "trap;"
+llvm.func @bounded(%bar: i32, %x: i32) {
+  hopper.mbarrier.wait %bar, %x stage %x {bounded, ring = "empty"}
+  llvm.return
+}
+
