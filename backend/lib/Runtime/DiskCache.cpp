@@ -224,6 +224,7 @@ std::string ptxasIdentity(const std::string& cacheDir) {
     }
     if (!memo.empty()) {
       try {
+        createDirectories(cacheDir);  // the first compile's entry comes later
         writeFileAtomic(memo, binary + "\n" + text + "\n");
       } catch (const tessel::error&) {
         // An unwritable cache directory is reported when the entry is written.
