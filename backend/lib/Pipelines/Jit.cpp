@@ -3,8 +3,9 @@
 // finish_and_compile: ends the trace (frontend), compiles the module to cubin
 // (compileModule), and wraps it in a runtime kernel. Compiled kernels are
 // cached in memory by (tessel IR without locations, options that change the
-// code); a dump request (options::dump_dir or TESSEL_DUMP_DIR) is honoured on
-// a cache hit too.
+// code), and on disk (runtime::compileWithDiskCache, DiskCache.h: across
+// processes, launch-time variants too); a dump request (options::dump_dir or
+// TESSEL_DUMP_DIR) is honoured on a cache hit too.
 //
 // The kernel keeps the traced module's text and the options: at launch time
 // kernel_impl::select may need a variant of it (an argument layout with another
@@ -15,6 +16,7 @@
 
 #include "tessel/Frontend/Tracer.h"
 #include "tessel/Pipelines/Pipelines.h"
+#include "tessel/Runtime/DiskCache.h"
 #include "tessel/Runtime/Env.h"
 #include "tessel/Runtime/Kernel.h"
 #include "tessel/Transforms/OperandLayout.h"
@@ -23,6 +25,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <iostream>
@@ -42,17 +45,26 @@ std::map<std::string, std::shared_ptr<tessel::detail::kernel_impl>> &cache() {
 /// compiled later with the options of the call that built the kernel, so a
 /// caller asking for another dump directory or for logs gets its own kernel
 /// rather than one that dumps and logs where the first caller asked.
-std::string cacheKey(mlir::ModuleOp module, const tessel::options &o, const std::string &dumpDir,
+/// `program` is the traced module printed without locations.
+std::string cacheKey(const std::string &program, const tessel::options &o, const std::string &dumpDir,
                      bool verbose) {
-  std::string key;
-  llvm::raw_string_ostream os(key);
-  os << "dump=" << dumpDir.size() << ":" << dumpDir << ";verbose=" << verbose << ";";
-  os << "schedule=" << tessel::scheduleName(o.schedule) << ";stages=" << o.stages
-     << ";cluster=" << o.cluster[0] << "x" << o.cluster[1] << ";swizzle=" << o.swizzle << ";raster=" << o.raster_group
-     << ";decomposition=" << tessel::decompositionName(o.decomposition)
-     << ";debug=" << (o.debug || tessel::runtime::knobs().debug) << ";";
-  module->print(os, mlir::OpPrintingFlags().enableDebugInfo(false));
-  return key;
+  return "dump=" + std::to_string(dumpDir.size()) + ":" + dumpDir + ";verbose=" + std::to_string(verbose) + ";" +
+         tessel::runtime::optionsKey(o) + program;
+}
+
+/// The on-disk key (compileWithDiskCache adds the toolchain): only what
+/// changes the code, so neither the dump directory nor verbosity, plus the
+/// LLVM that generated it and, for a launch-time variant, its request.
+std::string diskKey(const std::string &program, const tessel::options &o,
+                    const tessel::detail::VariantRequest *r = nullptr) {
+  std::string variant;
+  if (r) {
+    variant = r->tag + (r->multistage ? " multistage" : "") + " layout";
+    for (int d : r->contiguousDims)
+      variant += " " + std::to_string(d);
+  }
+  return "llvm=" LLVM_VERSION_STRING "\n" + tessel::runtime::optionsKey(o) + "\nvariant=" + variant + "\n" +
+         program;
 }
 
 /// Where a kernel's stages are dumped: options::dump_dir itself (the caller
@@ -90,6 +102,7 @@ std::string dumpDirFor(mlir::ModuleOp module, const tessel::options &o, const te
 struct VariantSource {
   std::string name;     ///< the kernel's symbol
   std::string text;     ///< the traced module, with locations
+  std::string program;  ///< the traced module, without locations (the cache keys' part)
   std::string dumpDir;  ///< the kernel's dump folder ("" for none); variants go in subfolders
   tessel::options options;
 };
@@ -147,13 +160,21 @@ tessel::CompiledKernel compileVariant(const VariantSource &src, const tessel::de
     o.decomposition = tessel::decomposition::automatic;  // nor stream-K
   }
   tessel::CompiledKernel k;
+  bool cached = false;
   try {
-    k = tessel::compileModule(*module, o);
+    k = tessel::runtime::compileWithDiskCache(
+        diskKey(src.program, src.options, &r), src.text, verbose,
+        [&] {
+          tessel::CompiledKernel c = tessel::compileModule(*module, o);
+          c.variant = r.tag;  // before it is stored: tessel-cache lists it
+          return c;
+        },
+        &cached);
   } catch (const tessel::error &e) {
     throw tessel::error(std::string(e.what()) + "(while compiling variant '" + r.tag + "': " + why + ")");
   }
   k.variant = r.tag;
-  if (verbose)
+  if (verbose && !cached)
     std::cerr << "tessel: compiled variant '" << r.tag << "' of '" << k.name << "' (" << k.blockThreads
               << " threads, " << k.dynamicSmemBytes << " B shared)\n"
               << k.ptxasLog;
@@ -176,7 +197,12 @@ std::shared_ptr<kernel_impl> finish_and_compile(const options &o) {
   std::string dumpDir = dumpDirFor(*traced->module, o, knobs);
   bool verbose = o.verbose || knobs.verbose;
 
-  std::string key = cacheKey(*traced->module, o, dumpDir, verbose);
+  std::string program;
+  {
+    llvm::raw_string_ostream os(program);
+    traced->module->print(os, mlir::OpPrintingFlags().enableDebugInfo(false));
+  }
+  std::string key = cacheKey(program, o, dumpDir, verbose);
   std::shared_ptr<kernel_impl> k;
   if (!knobs.disableCache) {
     std::lock_guard<std::mutex> lock(cacheMutex);
@@ -192,9 +218,12 @@ std::shared_ptr<kernel_impl> finish_and_compile(const options &o) {
     }
     source->options = o;
     source->dumpDir = dumpDir;
-    CompiledKernel compiled = compileModule(*traced->module, o);
+    bool cached = false;
+    CompiledKernel compiled = runtime::compileWithDiskCache(
+        diskKey(program, o), source->text, verbose, [&] { return compileModule(*traced->module, o); }, &cached);
     source->name = compiled.name;
-    if (verbose)
+    source->program = std::move(program);
+    if (verbose && !cached)
       std::cerr << "tessel: compiled '" << compiled.name << "' (" << compiled.blockThreads
                 << " threads, " << compiled.dynamicSmemBytes << " B shared)\n"
                 << compiled.ptxasLog;

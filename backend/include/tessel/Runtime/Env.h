@@ -8,10 +8,14 @@
 //                             ptxas.log) under <dir>; options::dump_dir, when
 //                             set, takes precedence. Honoured on a cache hit
 //                             too. The directory is created if missing.
-//   TESSEL_CACHE_DIR=<dir>    Where compiled kernels are cached on disk.
-//                             Default: $XDG_CACHE_HOME/tessel, else
-//                             $HOME/.cache/tessel.
-//   TESSEL_DISABLE_CACHE=1    Never read or write the on-disk cache.
+//   TESSEL_CACHE_DIR=<dir>    Where compiled kernels are cached on disk
+//                             (DiskCache.h). Default: $XDG_CACHE_HOME/tessel,
+//                             else $HOME/.cache/tessel.
+//   TESSEL_CACHE_MAX_BYTES=<n> Size cap of the on-disk cache (bytes, or with
+//                             a K, M, G or T suffix); least recently used
+//                             entries go first. Default 1G.
+//   TESSEL_DISABLE_CACHE=1    Compile every ts::jit afresh: neither the
+//                             in-memory cache nor the on-disk one is used.
 //   TESSEL_DEBUG=1            Debug mode: every launch is followed by a stream
 //                             synchronisation, so that a fault is reported by
 //                             the launch that caused it, naming the kernel.
@@ -50,7 +54,7 @@ namespace tessel::runtime {
 inline constexpr const char* kKnobNames[] = {
     "TESSEL_DUMP_DIR", "TESSEL_CACHE_DIR", "TESSEL_DISABLE_CACHE",
     "TESSEL_DEBUG",    "TESSEL_VERBOSE",   "TESSEL_PTXAS",
-    "TESSEL_FALLBACK",
+    "TESSEL_FALLBACK", "TESSEL_CACHE_MAX_BYTES",
 };
 
 /// TESSEL_FALLBACK: what a launch does when TMA's rules fail for an argument.
