@@ -155,7 +155,7 @@ TEST_F(DiskCacheJit, GemmAndItsLaunchTimeVariantHitInANewProcessAndStillDump) {
   EXPECT_THAT(warm, Not(HasSubstr("tessel: compiled")));
   EXPECT_THAT(warm, Not(HasSubstr("tessel: running ")));
   // Dumps are written on a hit too, the variant's in its folder.
-  for (const char* f : {"01-tessel.mlir", "02-scheduled.mlir", "07-kernel.ptx", "ptxas.log",
+  for (const char* f : {"01-tessel.mlir", "02-scheduled.mlir", "03-hopper.mlir", "08-kernel.ptx", "ptxas.log",
                         "examples_gemm_128_128_64.cubin", "variant-multistage/02-scheduled.mlir"})
     EXPECT_TRUE(fs::exists(dump / f)) << f;
   EXPECT_THAT(readAll((dump / "variant-multistage" / "02-scheduled.mlir").string()),
