@@ -31,17 +31,6 @@ namespace {
 constexpr unsigned char kSentinel = 0xA5;
 constexpr std::int64_t kGuard = 1024;  // bytes before and after every output
 
-std::string schedule_label(ts::schedule s) {
-  switch (s) {
-  case ts::schedule::multistage: return "multistage";
-  case ts::schedule::tma: return "tma";
-  case ts::schedule::warp_specialized: return "warp_specialized";
-  case ts::schedule::cooperative: return "cooperative";
-  case ts::schedule::pingpong: return "pingpong";
-  default: return "auto";
-  }
-}
-
 /// Bytes of `host` (the whole buffer) outside [guard, guard + rows * ld * esize) or outside the
 /// first `cols` elements of each row that no longer hold the sentinel.
 std::int64_t count_guard_changes(const std::vector<unsigned char>& host, std::int64_t rows, std::int64_t cols,
@@ -153,7 +142,8 @@ TEST_P(MathEpilogue, MatchesDoubleReference) {
         ADD_FAILURE() << c.name << " at (" << m << ", " << n << "), x = " << x << ": got " << got << ", want "
                       << want << " (tolerance " << tol << ")";
     }
-  EXPECT_EQ(bad, 0) << c.name << " in " << schedule_label(s) << ": " << bad << " elements out of tolerance";
+  EXPECT_EQ(bad, 0) << c.name << " in " << tessel_test::schedule_label(s) << ": " << bad
+                     << " elements out of tolerance";
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -161,7 +151,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::ValuesIn(tessel_test::math_cases()),
                        ::testing::ValuesIn(tessel_test::all_schedules())),
     [](const ::testing::TestParamInfo<std::tuple<math_case, ts::schedule>>& i) {
-      return std::get<0>(i.param).name + "_" + schedule_label(std::get<1>(i.param));
+      return std::get<0>(i.param).name + "_" + tessel_test::schedule_label(std::get<1>(i.param));
     });
 
 }  // namespace

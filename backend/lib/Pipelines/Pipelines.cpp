@@ -96,6 +96,17 @@ struct TesselPipelineCLOptions : public PassPipelineOptions<TesselPipelineCLOpti
                                          llvm::cl::desc("mbarrier waits time out and report"),
                                          llvm::cl::init(false)};
 };
+::tessel::PipelineOptions fromCommandLine(const TesselPipelineCLOptions &cl) {
+  ::tessel::PipelineOptions o;
+  o.schedule = cl.schedule;
+  o.stages = cl.stages;
+  o.cluster = cl.cluster;
+  o.swizzle = cl.swizzle;
+  o.rasterGroup = cl.rasterGroup;
+  o.decomposition = cl.decomposition;
+  o.boundedWaits = cl.boundedWaits;
+  return o;
+}
 } // namespace
 
 void ::tessel::registerAllPasses() {
@@ -105,26 +116,17 @@ void ::tessel::registerAllPasses() {
   registerSCFToControlFlowPass();
   registerConvertToLLVMPass();
   registerReconcileUnrealizedCastsPass();
-  // The JIT's three steps, one per dumped stage (Compile.cpp), so that each
+  // The JIT's four steps, one per dumped stage (Compile.cpp), so that each
   // stage replays to the next: 01-tessel -> 02-scheduled -> 03-hopper -> 04-nvvm -> 05-llvm.
   PassPipelineRegistration<TesselPipelineCLOptions>(
       "tessel-schedule-pipeline", "01-tessel.mlir -> 02-scheduled.mlir (the JIT's first step)",
       [](OpPassManager &pm, const TesselPipelineCLOptions &cl) {
-        PipelineOptions o;
-        o.schedule = cl.schedule;
-        o.stages = cl.stages;
-        o.cluster = cl.cluster;
-        o.swizzle = cl.swizzle;
-        o.rasterGroup = cl.rasterGroup;
-        o.decomposition = cl.decomposition;
-        buildSchedulePipeline(pm, o);
+        buildSchedulePipeline(pm, fromCommandLine(cl));
       });
   PassPipelineRegistration<TesselPipelineCLOptions>(
       "tessel-kernel-pipeline", "02-scheduled.mlir -> 03-hopper.mlir (the JIT's second step)",
       [](OpPassManager &pm, const TesselPipelineCLOptions &cl) {
-        PipelineOptions o;
-        o.boundedWaits = cl.boundedWaits;
-        buildKernelPipeline(pm, o);
+        buildKernelPipeline(pm, fromCommandLine(cl));
       });
   PassPipelineRegistration<>("tessel-hopper-to-nvvm-pipeline",
                              "03-hopper.mlir -> 04-nvvm.mlir (the JIT's third step)",
@@ -135,15 +137,7 @@ void ::tessel::registerAllPasses() {
   PassPipelineRegistration<TesselPipelineCLOptions>(
       "tessel-pipeline", "tessel IR to LLVM-dialect kernels (the JIT's pipeline up to PTX)",
       [](OpPassManager &pm, const TesselPipelineCLOptions &cl) {
-        PipelineOptions o;
-        o.schedule = cl.schedule;
-        o.stages = cl.stages;
-        o.cluster = cl.cluster;
-        o.swizzle = cl.swizzle;
-        o.rasterGroup = cl.rasterGroup;
-        o.decomposition = cl.decomposition;
-        o.boundedWaits = cl.boundedWaits;
-        buildTesselPipeline(pm, o);
+        buildTesselPipeline(pm, fromCommandLine(cl));
       });
 }
 

@@ -25,17 +25,6 @@ using ::testing::Not;
 
 namespace {
 
-std::string scheduleLabel(ts::schedule s) {
-  switch (s) {
-  case ts::schedule::multistage: return "multistage";
-  case ts::schedule::tma: return "tma";
-  case ts::schedule::warp_specialized: return "warp_specialized";
-  case ts::schedule::cooperative: return "cooperative";
-  case ts::schedule::pingpong: return "pingpong";
-  default: return "auto";
-  }
-}
-
 /// The PTX instruction a function's fast path must show (empty: none to check).
 std::string fastPath(const std::string& fn) {
   if (fn == "exp" || fn == "exp2" || fn == "sigmoid" || fn == "silu") return "ex2.approx.f32";
@@ -72,7 +61,7 @@ TEST_P(MathCompile, ElementwiseKernel) {
 TEST_P(MathCompile, GemmEpilogueOfEverySchedule) {
   const math_case& c = GetParam();
   for (ts::schedule s : tessel_test::all_schedules()) {
-    SCOPED_TRACE(c.name + " in the epilogue of " + scheduleLabel(s));
+    SCOPED_TRACE(c.name + " in the epilogue of " + tessel_test::schedule_label(s));
     ts::options o;
     o.schedule = s;
     o.stages = s == ts::schedule::multistage ? 3 : 4;
