@@ -27,6 +27,8 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include <functional>
+
 namespace mlir::tessel {
 #define GEN_PASS_DEF_TESSELCONVERTHOPPERTONVVM
 #include "tessel/Transforms/Passes.h.inc"
@@ -37,17 +39,22 @@ using namespace mlir::tessel;
 
 namespace {
 
-/// An op that becomes one fixed PTX string with its operands in order.
+/// An op that becomes one PTX string (fixed, or made from the op's
+/// attributes by `code`) with its operands in order.
 template <typename Op>
 struct ToPtx : OpRewritePattern<Op> {
-  ToPtx(MLIRContext *ctx, StringRef code, StringRef constraints)
-      : OpRewritePattern<Op>(ctx), code(code), constraints(constraints) {}
+  using Code = std::function<std::string(Op)>;
+  ToPtx(MLIRContext *ctx, StringRef fixed, StringRef constraints)
+      : ToPtx(ctx, Code([s = fixed.str()](Op) { return s; }), constraints) {}
+  ToPtx(MLIRContext *ctx, Code code, StringRef constraints)
+      : OpRewritePattern<Op>(ctx), code(std::move(code)), constraints(constraints) {}
   LogicalResult matchAndRewrite(Op op, PatternRewriter &b) const override {
-    emitPtx(b, op.getLoc(), code, constraints, op->getOperands());
+    emitPtx(b, op.getLoc(), code(op), constraints, op->getOperands());
     b.eraseOp(op);
     return success();
   }
-  std::string code, constraints;
+  Code code;
+  std::string constraints;
 };
 
 struct TmaLoadToPtx : OpRewritePattern<hopper::TmaLoadOp> {
@@ -107,6 +114,45 @@ struct TesselConvertHopperToNVVM
         ctx, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r");
     patterns.add<ToPtx<hopper::FenceMBarrierInitOp>>(ctx, "fence.mbarrier_init.release.cluster;", "");
     patterns.add<TmaLoadToPtx, MBarrierWaitToPtx>(ctx);
+    patterns.add<ToPtx<hopper::MBarrierArriveClusterOp>>(ctx,
+                                                       "{\n"
+                                                       ".reg .b32 remote;\n"
+                                                       "mapa.shared::cluster.u32 remote, $0, $1;\n"
+                                                       "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
+                                                       "}",
+                                                       "r,r");
+    patterns.add<ToPtx<hopper::ClusterSyncOp>>(ctx,
+                                             "barrier.cluster.arrive.release;\n"
+                                             "barrier.cluster.wait.acquire;",
+                                             "");
+    patterns.add<ToPtx<hopper::SetMaxNRegOp>>(
+        ctx,
+        [](hopper::SetMaxNRegOp op) {
+          return std::string("setmaxnreg.") + (op.getIncrease() ? "inc" : "dec") + ".sync.aligned.u32 " +
+                 std::to_string(op.getRegs()) + ";";
+        },
+        "");
+    patterns.add<ToPtx<hopper::NamedBarrierOp>>(
+        ctx,
+        [](hopper::NamedBarrierOp op) {
+          return std::string(op.getArrive() ? "bar.arrive" : "bar.sync") + " $0, " +
+                 std::to_string(op.getThreads()) + ";";
+        },
+        "r");
+    patterns.add<ToPtx<hopper::PrefetchTensorMapOp>>(ctx, "prefetch.tensormap [$0];", "l");
+    patterns.add<ToPtx<hopper::StMatrixOp>>(ctx, "stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {$1, $2, $3, $4};",
+                                          "r,r,r,r,r");
+    patterns.add<ToPtx<hopper::FenceProxyAsyncOp>>(ctx, "fence.proxy.async.shared::cta;", "");
+    patterns.add<ToPtx<hopper::TmaStoreOp>>(
+        ctx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];", "l,r,r,r");
+    patterns.add<ToPtx<hopper::TmaStoreCommitOp>>(ctx, "cp.async.bulk.commit_group;", "");
+    patterns.add<ToPtx<hopper::TmaStoreWaitOp>>(
+        ctx,
+        [](hopper::TmaStoreWaitOp op) {
+          return std::string("cp.async.bulk.wait_group") + (op.getRead() ? ".read " : " ") +
+                 std::to_string(op.getPending()) + ";";
+        },
+        "");
     // One pass over the ops in order, no folding: the IR stays as the builder wrote it.
     GreedyRewriteConfig config;
     config.setStrictness(GreedyRewriteStrictness::ExistingOps).enableFolding(false).enableConstantCSE(false);

@@ -664,7 +664,7 @@ LogicalResult KernelBuilder::setupGemm() {
     }
     b.create<hopper::FenceMBarrierInitOp>(loc);
     for (TmaParam &t : tma)
-      ptx("prefetch.tensormap [$0];", "l", {t.desc});
+      b.create<hopper::PrefetchTensorMapOp>(loc, t.desc);
     b.setInsertionPointAfter(ifOp);
     // Rule C1: no CTA multicasts into, or arrives on, a peer's barriers
     // before the peer initialised them.
@@ -879,7 +879,8 @@ SmallVector<StoreOp> KernelBuilder::stagedStores() {
 }
 
 void KernelBuilder::consumerBarrier(Value consumer) {
-  ptx("bar.sync $0, 128;", "r", {b.create<arith::AddIOp>(loc, consumer, i32(1))});
+  b.create<hopper::NamedBarrierOp>(loc, /*arrive=*/false, b.create<arith::AddIOp>(loc, consumer, i32(1)),
+                                   128);
 }
 
 LogicalResult KernelBuilder::stageChunk(TmaParam &t, Value acc, Value rowBlock, int64_t chunk,
@@ -913,7 +914,7 @@ LogicalResult KernelBuilder::stageChunk(TmaParam &t, Value acc, Value rowBlock, 
     auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, isIssuer, false);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
-    ptx(drainAll ? "cp.async.bulk.wait_group.read 0;" : "cp.async.bulk.wait_group.read 1;", "", {});
+    b.create<hopper::TmaStoreWaitOp>(loc, drainAll ? 0 : 1, /*read=*/true);
   }
   consumerBarrier(consumer);
 
@@ -962,8 +963,7 @@ LogicalResult KernelBuilder::stageChunk(TmaParam &t, Value acc, Value rowBlock, 
       }
       Value piece = b.create<arith::AddIOp>(loc, half, i32(2 * p));
       Value addr = swizzled(srow, piece, i32(0));
-      ptx("stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {$1, $2, $3, $4};", "r,r,r,r,r",
-          {addr, packed[0], packed[1], packed[2], packed[3]});
+      b.create<hopper::StMatrixOp>(loc, addr, packed[0], packed[1], packed[2], packed[3]);
     }
   } else {
     // f32: each register pair is 8 bytes of one row.
@@ -983,7 +983,7 @@ LogicalResult KernelBuilder::stageChunk(TmaParam &t, Value acc, Value rowBlock, 
       }
   }
   // Rule E2.
-  ptx("fence.proxy.async.shared::cta;", "", {});
+  b.create<hopper::FenceProxyAsyncOp>(loc);
   consumerBarrier(consumer);
 
   auto offsetsOrFail = offsetScalars(store.getOffsets());
@@ -998,9 +998,8 @@ LogicalResult KernelBuilder::stageChunk(TmaParam &t, Value acc, Value rowBlock, 
     b.setInsertionPointToStart(one.thenBlock());
     Value row = b.create<arith::AddIOp>(loc, (*offsetsOrFail)[0], tileRow);
     Value col = b.create<arith::AddIOp>(loc, (*offsetsOrFail)[1], i32(chunk * cols));
-    ptx("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];", "l,r,r,r",
-        {t.desc, col, row, buffer});
-    ptx("cp.async.bulk.commit_group;", "", {});
+    b.create<hopper::TmaStoreOp>(loc, t.desc, col, row, buffer);
+    b.create<hopper::TmaStoreCommitOp>(loc);
   }
   {
     // The output breaks TMA's rules: thread i copies column i % cols of rows
@@ -1189,12 +1188,7 @@ void KernelBuilder::releaseStage(Value s) {
   // which stalls the consumer warpgroup once per stage and per peer (cluster
   // 2x1 ran at 0.58x cuBLAS with it, 1.02x without: docs/benchmarks.md).
   for (int64_t peer = 0; peer < clusterSize; ++peer)
-    ptx("{\n"
-        ".reg .b32 remote;\n"
-        "mapa.shared::cluster.u32 remote, $0, $1;\n"
-        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
-        "}",
-        "r,r", {bar, i32(peer)});
+    b.create<hopper::MBarrierArriveClusterOp>(loc, bar, i32(peer));
 }
 
 void KernelBuilder::clusterSync() {
@@ -1202,9 +1196,7 @@ void KernelBuilder::clusterSync() {
     return barSync();
   // Not `.aligned`: warps arrive here diverged (thread 0 of the producer
   // warp is still issuing loads when its 31 siblings reach the final sync).
-  ptx("barrier.cluster.arrive.release;\n"
-      "barrier.cluster.wait.acquire;",
-      "", {});
+  b.create<hopper::ClusterSyncOp>(loc);
 }
 
 /// Warp-specialized schedules (CUTLASS KernelTmaWarpSpecialized*):
@@ -1303,7 +1295,7 @@ LogicalResult KernelBuilder::buildWarpSpecialized() {
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(roleIf.thenBlock());
-    ptx("setmaxnreg.dec.sync.aligned.u32 40;", "", {});
+    b.create<hopper::SetMaxNRegOp>(loc, /*increase=*/false, 40);
     Value elected = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, inWg, i32(0));
     auto one = b.create<scf::IfOp>(loc, TypeRange{}, elected, false);
     b.setInsertionPointToStart(one.thenBlock());
@@ -1333,7 +1325,7 @@ LogicalResult KernelBuilder::buildWarpSpecialized() {
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(roleIf.elseBlock());
-    ptx(("setmaxnreg.inc.sync.aligned.u32 " + std::to_string(consumerRegs) + ";").c_str(), "", {});
+    b.create<hopper::SetMaxNRegOp>(loc, /*increase=*/true, consumerRegs);
     Value consumer = b.create<arith::SubIOp>(loc, wg, i32(1));
     Value firstRowBlock = pingpong ? i32(0) : consumer;
     Value isWgLeader = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, inWg, i32(0));
@@ -1344,8 +1336,8 @@ LogicalResult KernelBuilder::buildWarpSpecialized() {
       releaseStage(b.create<arith::RemUIOp>(loc, it, i32(stages)));
     };
     // Rule W2: turn barriers 3 (consumer 0's) and 4 (consumer 1's).
-    auto turn = [&](StringRef op, Value who) {
-      ptx((op + " $0, 256;").str(), "r", {b.create<arith::AddIOp>(loc, who, i32(3))});
+    auto turn = [&](bool arrive, Value who) {
+      b.create<hopper::NamedBarrierOp>(loc, arrive, b.create<arith::AddIOp>(loc, who, i32(3)), 256);
     };
     Value other = b.create<arith::SubIOp>(loc, i32(1), consumer);
     if (pingpong) {
@@ -1355,12 +1347,12 @@ LogicalResult KernelBuilder::buildWarpSpecialized() {
       auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, first, false);
       OpBuilder::InsertionGuard g3(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
-      turn("bar.arrive", i32(0));
+      turn(/*arrive=*/true, i32(0));
     }
     LogicalResult r = forEachTile(pingpong ? consumer : i32(0), pingpong ? 2 : 1,
                                   [&](Value tileIter, WorkUnit u) -> LogicalResult {
       if (pingpong)
-        turn("bar.sync", consumer);
+        turn(/*arrive=*/false, consumer);
       // Zeroed and pinned before the mainloop: LLVM must not sink the zeroing
       // between the first wgmmas (ptxas would then fence them, C7517/C7519).
       SmallVector<Value> zeros;
@@ -1391,7 +1383,7 @@ LogicalResult KernelBuilder::buildWarpSpecialized() {
         auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, more, false);
         OpBuilder::InsertionGuard g3(b);
         b.setInsertionPointToStart(ifOp.thenBlock());
-        turn("bar.arrive", other);
+        turn(/*arrive=*/true, other);
       }
       // Stream-K: the unit is recomputed from an opaque copy of its index
       // rather than kept live across the mainloop (register pressure,
@@ -1449,7 +1441,7 @@ LogicalResult KernelBuilder::buildWarpSpecialized() {
     auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, isWgLeader, false);
     OpBuilder::InsertionGuard g3(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
-    ptx("cp.async.bulk.wait_group 0;", "", {});
+    b.create<hopper::TmaStoreWaitOp>(loc, 0, /*read=*/false);
   }
   // Rule C4: no CTA leaves while a peer may still multicast into its shared
   // memory or arrive on its barriers.

@@ -20,10 +20,50 @@ llvm.func @ops(%desc: !llvm.ptr, %bar: i32, %dst: i32, %x: i32, %mask: i16) {
   llvm.return
 }
 
+// The warp-specialized roles and the TMA-store epilogue.
+// CHECK-LABEL: llvm.func @roles
+// CHECK: hopper.setmaxnreg decrease to 40
+// CHECK: hopper.setmaxnreg increase to 232
+// CHECK: hopper.named_barrier sync %arg1, 128
+// CHECK: hopper.named_barrier arrive %arg1, 256
+// CHECK: hopper.mbarrier.arrive_cluster %arg1, %arg1
+// CHECK: hopper.cluster.sync
+// CHECK: hopper.prefetch_tensormap %arg0 : !llvm.ptr
+// CHECK: hopper.stmatrix %arg1, %arg1, %arg1, %arg1, %arg1
+// CHECK: hopper.fence.proxy_async
+// CHECK: hopper.tma.store %arg1 -> %arg0[%arg1, %arg1] : !llvm.ptr
+// CHECK: hopper.tma.store.commit
+// CHECK: hopper.tma.store.wait 1 read
+// CHECK: hopper.tma.store.wait 0{{$}}
+llvm.func @roles(%desc: !llvm.ptr, %x: i32) {
+  hopper.setmaxnreg decrease to 40
+  hopper.setmaxnreg increase to 232
+  hopper.named_barrier sync %x, 128
+  hopper.named_barrier arrive %x, 256
+  hopper.mbarrier.arrive_cluster %x, %x
+  hopper.cluster.sync
+  hopper.prefetch_tensormap %desc : !llvm.ptr
+  hopper.stmatrix %x, %x, %x, %x, %x
+  hopper.fence.proxy_async
+  hopper.tma.store %x -> %desc[%x, %x] : !llvm.ptr
+  hopper.tma.store.commit
+  hopper.tma.store.wait 1 read
+  hopper.tma.store.wait 0
+  llvm.return
+}
+
 // -----
 
 llvm.func @one_coordinate(%desc: !llvm.ptr, %bar: i32, %x: i32) {
   // expected-error @+1 {{'hopper.tma.load' op takes 2 or 3 coordinates (a 2-d or 3-d tensor map), got 1}}
   hopper.tma.load %desc[%x] -> %x, %bar : !llvm.ptr
+  llvm.return
+}
+
+// -----
+
+llvm.func @registers() {
+  // expected-error @+1 {{'hopper.setmaxnreg' op register count must be a multiple of 8 in [24, 256], got 100}}
+  hopper.setmaxnreg increase to 100
   llvm.return
 }

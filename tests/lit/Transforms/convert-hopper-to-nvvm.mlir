@@ -33,3 +33,35 @@ llvm.func @bounded(%bar: i32, %x: i32) {
   llvm.return
 }
 
+
+// CHECK-LABEL: llvm.func @roles
+// CHECK: "setmaxnreg.dec.sync.aligned.u32 40;", "~{memory}"
+// CHECK: "setmaxnreg.inc.sync.aligned.u32 232;", "~{memory}"
+// CHECK: "bar.sync $0, 128;", "r,~{memory}" %arg1
+// CHECK: "bar.arrive $0, 256;", "r,~{memory}" %arg1
+// CHECK: "{\0A.reg .b32 remote;\0Amapa.shared::cluster.u32 remote, $0, $1;\0Ambarrier.arrive.shared::cluster.b64 _, [remote];\0A}", "r,r,~{memory}" %arg1, %arg1
+// CHECK: "barrier.cluster.arrive.release;\0Abarrier.cluster.wait.acquire;", "~{memory}"
+// CHECK: "prefetch.tensormap [$0];", "l,~{memory}" %arg0
+// CHECK: "stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {$1, $2, $3, $4};", "r,r,r,r,r,~{memory}"
+// CHECK: "fence.proxy.async.shared::cta;", "~{memory}"
+// CHECK: "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];", "l,r,r,r,~{memory}" %arg0, %arg1, %arg1, %arg1
+// CHECK: "cp.async.bulk.commit_group;", "~{memory}"
+// CHECK: "cp.async.bulk.wait_group.read 1;", "~{memory}"
+// CHECK: "cp.async.bulk.wait_group 0;", "~{memory}"
+// CHECK-NOT: hopper.
+llvm.func @roles(%desc: !llvm.ptr, %x: i32) {
+  hopper.setmaxnreg decrease to 40
+  hopper.setmaxnreg increase to 232
+  hopper.named_barrier sync %x, 128
+  hopper.named_barrier arrive %x, 256
+  hopper.mbarrier.arrive_cluster %x, %x
+  hopper.cluster.sync
+  hopper.prefetch_tensormap %desc : !llvm.ptr
+  hopper.stmatrix %x, %x, %x, %x, %x
+  hopper.fence.proxy_async
+  hopper.tma.store %x -> %desc[%x, %x] : !llvm.ptr
+  hopper.tma.store.commit
+  hopper.tma.store.wait 1 read
+  hopper.tma.store.wait 0
+  llvm.return
+}

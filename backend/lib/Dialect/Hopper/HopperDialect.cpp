@@ -25,3 +25,9 @@ LogicalResult TmaLoadOp::verify() {
                          << getCoords().size();
   return success();
 }
+
+LogicalResult SetMaxNRegOp::verify() {
+  if (getRegs() % 8 != 0)
+    return emitOpError() << "register count must be a multiple of 8 in [24, 256], got " << getRegs();
+  return success();
+}

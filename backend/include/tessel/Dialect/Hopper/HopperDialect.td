@@ -21,9 +21,12 @@ def Hopper_Dialect : Dialect {
     PTX `.shared` state space); TMA descriptors are generic pointers to the
     `__grid_constant__` kernel parameters that hold them (`!llvm.ptr`).
 
-    This is the first slice of the dialect (mbarrier protocol, TMA loads,
-    barrier-init fence); the rest of the kernel (wgmma, roles, epilogue) is
-    still built in nvvm by `tessel-lower-to-nvvm` (docs/design-notes.md).
+    What it has so far: the rings' mbarrier protocol (also across a cluster),
+    TMA loads and stores, the warp-specialized roles' register budgets and
+    named barriers (pingpong turns, per-consumer epilogue barriers), the
+    stmatrix + TMA-store epilogue and its fences. Still written in nvvm /
+    inline PTX by `tessel-lower-to-nvvm`: wgmma, the tile scheduler and
+    stream-K, multistage's cp.async (docs/design-notes.md).
   }];
 }
 

@@ -127,4 +127,168 @@ def Hopper_TmaLoadOp : Hopper_Op<"tma.load", [AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Warp-specialized roles and their synchronisation
+//===----------------------------------------------------------------------===//
+
+def Hopper_SetMaxNRegOp : Hopper_Op<"setmaxnreg"> {
+  let summary = "move this warpgroup's register budget to `regs` per thread";
+  let description = [{
+    The producer warpgroup gives registers back (`decrease`, e.g. 40) and the
+    consumers take them (`increase`, e.g. 232), so that the CTA's register
+    file holds the consumers' accumulators. ptxas ignores it (C7508) unless
+    the kernel has `.maxnreg` or `.minnctapersm 1` (DESIGN.md §6).
+
+    ```mlir
+    hopper.setmaxnreg decrease to 40
+    hopper.setmaxnreg increase to 232
+    ```
+    PTX: `setmaxnreg.{inc,dec}.sync.aligned.u32 regs;`
+  }];
+  let arguments = (ins UnitAttr:$increase, ConfinedAttr<I32Attr, [IntMinValue<24>, IntMaxValue<256>]>:$regs);
+  let assemblyFormat = "(`increase` $increase^) : (`decrease`)? `to` $regs attr-dict";
+  let hasVerifier = 1;
+}
+
+def Hopper_NamedBarrierOp : Hopper_Op<"named_barrier"> {
+  let summary = "synchronise (or only arrive) on hardware barrier `id` with `threads` threads";
+  let description = [{
+    The CTA's 16 hardware barriers beyond barrier 0: one per consumer
+    warpgroup (its epilogue's staging buffers), and the pingpong schedule's
+    turn barriers (each consumer arrives on the other's turn and syncs on its
+    own). `arrive` does not wait.
+
+    ```mlir
+    hopper.named_barrier sync %id, 128
+    hopper.named_barrier arrive %turn, 256
+    ```
+    PTX: `bar.sync id, threads;` / `bar.arrive id, threads;`
+  }];
+  let arguments = (ins UnitAttr:$arrive, I32:$id, I32Attr:$threads);
+  let assemblyFormat = "(`arrive` $arrive^) : (`sync`)? $id `,` $threads attr-dict";
+}
+
+def Hopper_ClusterSyncOp : Hopper_Op<"cluster.sync"> {
+  let summary = "barrier of all threads of the CTA cluster";
+  let description = [{
+    Release / acquire at cluster scope: before it, barrier initialisation
+    (rule C1); after the last k-step, so that no CTA leaves while a peer may
+    still multicast into its shared memory or arrive on its barriers (rule
+    C4). Not `.aligned`: warps reach it diverged.
+
+    ```mlir
+    hopper.cluster.sync
+    ```
+    PTX: `barrier.cluster.arrive.release; barrier.cluster.wait.acquire;`
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def Hopper_MBarrierArriveClusterOp : Hopper_Op<"mbarrier.arrive_cluster"> {
+  let summary = "arrive on the barrier at the same offset in CTA `peer` of the cluster";
+  let description = [{
+    A consumer's release of a stage that its cluster's peers multicast into:
+    each peer's empty barrier needs this CTA's arrival. Release at CTA scope
+    (the PTX default; `.release.cluster` costs a MEMBAR.ALL.GPU per arrive).
+
+    ```mlir
+    hopper.mbarrier.arrive_cluster %empty, %peer
+    ```
+    PTX: `mapa.shared::cluster.u32 remote, bar, peer; mbarrier.arrive.shared::cluster.b64 _, [remote];`
+  }];
+  let arguments = (ins I32:$bar, I32:$peer);
+  let assemblyFormat = "$bar `,` $peer attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
+// TMA-store epilogue
+//===----------------------------------------------------------------------===//
+
+def Hopper_PrefetchTensorMapOp : Hopper_Op<"prefetch_tensormap"> {
+  let summary = "prefetch a TMA descriptor into the descriptor cache";
+  let description = [{
+    ```mlir
+    hopper.prefetch_tensormap %desc : !llvm.ptr
+    ```
+    PTX: `prefetch.tensormap [desc];`
+  }];
+  let arguments = (ins LLVM_AnyPointer:$desc);
+  let assemblyFormat = "$desc attr-dict `:` type($desc)";
+}
+
+def Hopper_StMatrixOp : Hopper_Op<"stmatrix"> {
+  let summary = "store four 8x8 b16 matrices of a warp's fragments to shared memory";
+  let description = [{
+    The bf16 / f16 epilogue's register-to-shared copy: each lane gives the
+    shared address of one matrix row and four 32-bit registers (two b16
+    each) of the accumulator fragments.
+
+    ```mlir
+    hopper.stmatrix %addr, %r0, %r1, %r2, %r3
+    ```
+    PTX: `stmatrix.sync.aligned.m8n8.x4.shared.b16 [addr], {r0, r1, r2, r3};`
+  }];
+  let arguments = (ins I32:$addr, I32:$r0, I32:$r1, I32:$r2, I32:$r3);
+  let assemblyFormat = "$addr `,` $r0 `,` $r1 `,` $r2 `,` $r3 attr-dict";
+}
+
+def Hopper_FenceProxyAsyncOp : Hopper_Op<"fence.proxy_async"> {
+  let summary = "order generic-proxy shared-memory writes before async-proxy reads";
+  let description = [{
+    After the epilogue's `stmatrix` / `st.shared` into a staging buffer and
+    before the TMA store that reads it (rule E2).
+
+    ```mlir
+    hopper.fence.proxy_async
+    ```
+    PTX: `fence.proxy.async.shared::cta;`
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def Hopper_TmaStoreOp : Hopper_Op<"tma.store"> {
+  let summary = "TMA copy of a shared-memory box to a global tensor (bulk group)";
+  let description = [{
+    Writes the box at shared address `src` to the tensor map `desc` at
+    (`x`, `y`), innermost first; elements outside the tensor are not written
+    (TMA clips rows to 16 bytes only: the runtime stores through pointers
+    when C's rows do not end on 16 bytes). Part of the current bulk group.
+
+    ```mlir
+    hopper.tma.store %src -> %desc[%x, %y] : !llvm.ptr
+    ```
+    PTX: `cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [desc, {x, y} ], [src];`
+  }];
+  let arguments = (ins LLVM_AnyPointer:$desc, I32:$x, I32:$y, I32:$src);
+  let assemblyFormat = "$src `->` $desc `[` $x `,` $y `]` attr-dict `:` type($desc)";
+}
+
+def Hopper_TmaStoreCommitOp : Hopper_Op<"tma.store.commit"> {
+  let summary = "close the current bulk group of TMA stores";
+  let description = [{
+    ```mlir
+    hopper.tma.store.commit
+    ```
+    PTX: `cp.async.bulk.commit_group;`
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def Hopper_TmaStoreWaitOp : Hopper_Op<"tma.store.wait"> {
+  let summary = "wait until at most `pending` bulk groups of TMA stores are in flight";
+  let description = [{
+    With `read`, only until their shared-memory reads are done (a staging
+    buffer may be rewritten); without, until their writes are complete (the
+    buffers may be released, rule E3).
+
+    ```mlir
+    hopper.tma.store.wait 1 read
+    hopper.tma.store.wait 0
+    ```
+    PTX: `cp.async.bulk.wait_group[.read] pending;`
+  }];
+  let arguments = (ins ConfinedAttr<I32Attr, [IntMinValue<0>]>:$pending, UnitAttr:$read);
+  let assemblyFormat = "$pending (`read` $read^)? attr-dict";
+}
+
 #endif // TESSEL_HOPPER_OPS
