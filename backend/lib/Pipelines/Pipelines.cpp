@@ -52,6 +52,7 @@ void ::tessel::buildKernelPipeline(OpPassManager &pm, const PipelineOptions &o) 
   lo.boundedWaits = o.boundedWaits;
   pm.addPass(mlir::tessel::createTesselLowerToNVVM(lo));
   pm.addPass(mlir::tessel::createTesselLegalizeMath());
+  pm.addPass(mlir::tessel::createTesselVerifyRings());
 }
 
 void ::tessel::buildHopperToNVVMPipeline(OpPassManager &pm) {

@@ -537,7 +537,7 @@ LogicalResult KernelBuilder::issueStage(Value j, Value s) {
   Value kv = b.create<arith::AddIOp>(loc, lb, b.create<arith::MulIOp>(loc, j, step));
   Value full = smemAddr(b.create<arith::AddIOp>(loc, i32(fullBarOff),
                                                 b.create<arith::MulIOp>(loc, s, i32(8))));
-  b.create<hopper::MBarrierArriveExpectTxOp>(loc, full, i32(aBytes + bBytes));
+  b.create<hopper::MBarrierArriveExpectTxOp>(loc, full, i32(aBytes + bBytes), b.getStringAttr("full"));
   Value aDst = smemAddr(b.create<arith::MulIOp>(loc, s, i32(aBytes)));
   Value bDst = smemAddr(b.create<arith::AddIOp>(
       loc, i32(stages * aBytes), b.create<arith::MulIOp>(loc, s, i32(bBytes))));
@@ -587,7 +587,7 @@ LogicalResult KernelBuilder::issueOperand(const OperandLayout &l, GemmOperand op
     SmallVector<Value, 3> coords = {x, outerOff};
     if (batchOff)
       coords.push_back(batchOff);
-    b.create<hopper::TmaLoadOp>(loc, t.desc, coords, d, full, mask);
+    b.create<hopper::TmaLoadOp>(loc, t.desc, coords, d, full, mask, t.box[0] * t.box[1] * l.eltBytes);
   };
   // Up to 4 boxes unrolled; more (narrow swizzles) in a loop, which keeps the
   // producer's code and registers small (unrolled, 32 unswizzled boxes spill
@@ -659,8 +659,9 @@ LogicalResult KernelBuilder::setupGemm() {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
     for (int64_t s = 0; s < stages; ++s) {
-      b.create<hopper::MBarrierInitOp>(loc, smemAddr(fullBarOff + 8 * s), i32(1));
-      b.create<hopper::MBarrierInitOp>(loc, smemAddr(emptyBarOff + 8 * s), i32(emptyArrivals));
+      b.create<hopper::MBarrierInitOp>(loc, smemAddr(fullBarOff + 8 * s), i32(1), b.getStringAttr("full"));
+      b.create<hopper::MBarrierInitOp>(loc, smemAddr(emptyBarOff + 8 * s), i32(emptyArrivals),
+                                       b.getStringAttr("empty"));
     }
     b.create<hopper::FenceMBarrierInitOp>(loc);
     for (TmaParam &t : tma)
@@ -1097,7 +1098,7 @@ LogicalResult KernelBuilder::buildTmaSchedule() {
       {
         OpBuilder::InsertionGuard g3(b);
         b.setInsertionPointToStart(relIf.thenBlock());
-        b.create<hopper::MBarrierArriveOp>(loc, emptyBar(sp));
+        b.create<hopper::MBarrierArriveOp>(loc, emptyBar(sp), b.getStringAttr("empty"));
       }
       Value jn = b.create<arith::AddIOp>(loc, jp, i32(stages));
       Value refill = b.create<arith::AndIOp>(
@@ -1174,7 +1175,7 @@ void KernelBuilder::setProgramIds(Value t) {
 void KernelBuilder::releaseStage(Value s) {
   Value bar = emptyBar(s);
   if (clusterSize == 1) {
-    b.create<hopper::MBarrierArriveOp>(loc, bar);
+    b.create<hopper::MBarrierArriveOp>(loc, bar, b.getStringAttr("empty"));
     return;
   }
   // Rule C3: the stage is free once the consumers of every CTA it was
@@ -1188,7 +1189,7 @@ void KernelBuilder::releaseStage(Value s) {
   // which stalls the consumer warpgroup once per stage and per peer (cluster
   // 2x1 ran at 0.58x cuBLAS with it, 1.02x without: docs/benchmarks.md).
   for (int64_t peer = 0; peer < clusterSize; ++peer)
-    b.create<hopper::MBarrierArriveClusterOp>(loc, bar, i32(peer));
+    b.create<hopper::MBarrierArriveClusterOp>(loc, bar, i32(peer), b.getStringAttr("empty"));
 }
 
 void KernelBuilder::clusterSync() {

@@ -2,21 +2,21 @@
 // Round trip of the hopper ops, and their verifier.
 
 // CHECK-LABEL: llvm.func @ops
-// CHECK: hopper.mbarrier.init %arg1, %arg3
+// CHECK: hopper.mbarrier.init %arg1, %arg3 {ring = "full"}
 // CHECK: hopper.fence.mbarrier_init
-// CHECK: hopper.mbarrier.arrive_expect_tx %arg1, %arg3
-// CHECK: hopper.tma.load %arg0[%arg3, %arg3] -> %arg2, %arg1 : !llvm.ptr
-// CHECK: hopper.tma.load %arg0[%arg3, %arg3, %arg3] -> %arg2, %arg1 multicast %arg4 : !llvm.ptr
+// CHECK: hopper.mbarrier.arrive_expect_tx %arg1, %arg3 {ring = "full"}
+// CHECK: hopper.tma.load %arg0[%arg3, %arg3] -> %arg2, %arg1 bytes 16384 : !llvm.ptr
+// CHECK: hopper.tma.load %arg0[%arg3, %arg3, %arg3] -> %arg2, %arg1 multicast %arg4 bytes 8192 : !llvm.ptr
 // CHECK: hopper.mbarrier.wait %arg1, %arg3 stage %arg3 {bounded, ring = "empty"}
-// CHECK: hopper.mbarrier.arrive %arg1
+// CHECK: hopper.mbarrier.arrive %arg1 {ring = "empty"}
 llvm.func @ops(%desc: !llvm.ptr, %bar: i32, %dst: i32, %x: i32, %mask: i16) {
-  hopper.mbarrier.init %bar, %x
+  hopper.mbarrier.init %bar, %x {ring = "full"}
   hopper.fence.mbarrier_init
-  hopper.mbarrier.arrive_expect_tx %bar, %x
-  hopper.tma.load %desc[%x, %x] -> %dst, %bar : !llvm.ptr
-  hopper.tma.load %desc[%x, %x, %x] -> %dst, %bar multicast %mask : !llvm.ptr
+  hopper.mbarrier.arrive_expect_tx %bar, %x {ring = "full"}
+  hopper.tma.load %desc[%x, %x] -> %dst, %bar bytes 16384 : !llvm.ptr
+  hopper.tma.load %desc[%x, %x, %x] -> %dst, %bar multicast %mask bytes 8192 : !llvm.ptr
   hopper.mbarrier.wait %bar, %x stage %x {bounded, ring = "empty"}
-  hopper.mbarrier.arrive %bar
+  hopper.mbarrier.arrive %bar {ring = "empty"}
   llvm.return
 }
 
@@ -26,7 +26,7 @@ llvm.func @ops(%desc: !llvm.ptr, %bar: i32, %dst: i32, %x: i32, %mask: i16) {
 // CHECK: hopper.setmaxnreg increase to 232
 // CHECK: hopper.named_barrier sync %arg1, 128
 // CHECK: hopper.named_barrier arrive %arg1, 256
-// CHECK: hopper.mbarrier.arrive_cluster %arg1, %arg1
+// CHECK: hopper.mbarrier.arrive_cluster %arg1, %arg1 {ring = "empty"}
 // CHECK: hopper.cluster.sync
 // CHECK: hopper.prefetch_tensormap %arg0 : !llvm.ptr
 // CHECK: hopper.stmatrix %arg1, %arg1, %arg1, %arg1, %arg1
@@ -40,7 +40,7 @@ llvm.func @roles(%desc: !llvm.ptr, %x: i32) {
   hopper.setmaxnreg increase to 232
   hopper.named_barrier sync %x, 128
   hopper.named_barrier arrive %x, 256
-  hopper.mbarrier.arrive_cluster %x, %x
+  hopper.mbarrier.arrive_cluster %x, %x {ring = "empty"}
   hopper.cluster.sync
   hopper.prefetch_tensormap %desc : !llvm.ptr
   hopper.stmatrix %x, %x, %x, %x, %x
@@ -56,7 +56,7 @@ llvm.func @roles(%desc: !llvm.ptr, %x: i32) {
 
 llvm.func @one_coordinate(%desc: !llvm.ptr, %bar: i32, %x: i32) {
   // expected-error @+1 {{'hopper.tma.load' op takes 2 or 3 coordinates (a 2-d or 3-d tensor map), got 1}}
-  hopper.tma.load %desc[%x] -> %x, %bar : !llvm.ptr
+  hopper.tma.load %desc[%x] -> %x, %bar bytes 16384 : !llvm.ptr
   llvm.return
 }
 

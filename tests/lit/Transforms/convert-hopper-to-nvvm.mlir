@@ -12,13 +12,13 @@
 // CHECK-NOT: hopper.
 // CHECK: llvm.return
 llvm.func @ring(%desc: !llvm.ptr, %bar: i32, %dst: i32, %x: i32, %mask: i16) {
-  hopper.mbarrier.init %bar, %x
+  hopper.mbarrier.init %bar, %x {ring = "full"}
   hopper.fence.mbarrier_init
-  hopper.mbarrier.arrive_expect_tx %bar, %x
-  hopper.tma.load %desc[%x, %x] -> %dst, %bar : !llvm.ptr
-  hopper.tma.load %desc[%x, %x, %x] -> %dst, %bar multicast %mask : !llvm.ptr
+  hopper.mbarrier.arrive_expect_tx %bar, %x {ring = "full"}
+  hopper.tma.load %desc[%x, %x] -> %dst, %bar bytes 16384 : !llvm.ptr
+  hopper.tma.load %desc[%x, %x, %x] -> %dst, %bar multicast %mask bytes 8192 : !llvm.ptr
   hopper.mbarrier.wait %bar, %x stage %x {ring = "full"}
-  hopper.mbarrier.arrive %bar
+  hopper.mbarrier.arrive %bar {ring = "empty"}
   llvm.return
 }
 
@@ -54,7 +54,7 @@ llvm.func @roles(%desc: !llvm.ptr, %x: i32) {
   hopper.setmaxnreg increase to 232
   hopper.named_barrier sync %x, 128
   hopper.named_barrier arrive %x, 256
-  hopper.mbarrier.arrive_cluster %x, %x
+  hopper.mbarrier.arrive_cluster %x, %x {ring = "empty"}
   hopper.cluster.sync
   hopper.prefetch_tensormap %desc : !llvm.ptr
   hopper.stmatrix %x, %x, %x, %x, %x

@@ -129,4 +129,25 @@ def TesselConvertHopperToNVVM : Pass<"tessel-convert-hopper-to-nvvm", "mlir::Mod
                            "mlir::scf::SCFDialect", "mlir::arith::ArithDialect"];
 }
 
+def TesselVerifyRings : Pass<"tessel-verify-rings", "mlir::ModuleOp"> {
+  let summary = "Reject kernels whose mbarrier rings would hang (the ring protocol's rules)";
+  let description = [{
+    Checks, on the hopper ops of each kernel, the rules whose violation makes
+    the kernel wait forever on the GPU, and fails with the ring and the rule
+    (VerifyRings.cpp has them, R1-R5): every waited ring is initialised and
+    arrived on, has at least two stages, a full ring's phases take one
+    expecting arrival, and `arrive_expect_tx` expects exactly the bytes of
+    the TMA loads that complete on its barrier. Runs in the JIT after the
+    kernel is built; changes nothing.
+
+    ```mlir
+    hopper.mbarrier.arrive_expect_tx %full, %c24576 {ring = "full"}
+    hopper.tma.load %a[%k, %m] -> %dA, %full bytes 16384 : !llvm.ptr
+    hopper.tma.load %b[%k, %n] -> %dB, %full bytes 16384 : !llvm.ptr
+    // error: ring 'full': arrive_expect_tx expects 24576 bytes but the TMA loads
+    // completing on this barrier deliver 32768 (rule R5: ...)
+    ```
+  }];
+}
+
 #endif // TESSEL_PASSES

@@ -20,12 +20,15 @@ def Hopper_MBarrierInitOp : Hopper_Op<"mbarrier.init"> {
     producer's `arrive_expect_tx`), the consumer warpgroups (times the
     cluster's CTAs) for an empty barrier.
 
+    `ring` names the barrier's ring ("full", "empty") for the protocol
+    verifier (`tessel-verify-rings`) and for messages.
+
     ```mlir
-    hopper.mbarrier.init %full, %c1
+    hopper.mbarrier.init %full, %c1 {ring = "full"}
     ```
     PTX: `mbarrier.init.shared::cta.b64 [bar], count;`
   }];
-  let arguments = (ins I32:$bar, I32:$count);
+  let arguments = (ins I32:$bar, I32:$count, StrAttr:$ring);
   let assemblyFormat = "$bar `,` $count attr-dict";
 }
 
@@ -51,11 +54,11 @@ def Hopper_MBarrierArriveOp : Hopper_Op<"mbarrier.arrive"> {
     reads of the stage happen before the producer's refill.
 
     ```mlir
-    hopper.mbarrier.arrive %empty
+    hopper.mbarrier.arrive %empty {ring = "empty"}
     ```
     PTX: `mbarrier.arrive.shared::cta.b64 _, [bar];`
   }];
-  let arguments = (ins I32:$bar);
+  let arguments = (ins I32:$bar, StrAttr:$ring);
   let assemblyFormat = "$bar attr-dict";
 }
 
@@ -68,11 +71,11 @@ def Hopper_MBarrierArriveExpectTxOp : Hopper_Op<"mbarrier.arrive_expect_tx"> {
     this barrier (all operands of the stage, the whole stage in a cluster).
 
     ```mlir
-    hopper.mbarrier.arrive_expect_tx %full, %c32768
+    hopper.mbarrier.arrive_expect_tx %full, %c32768 {ring = "full"}
     ```
     PTX: `mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], bytes;`
   }];
-  let arguments = (ins I32:$bar, I32:$bytes);
+  let arguments = (ins I32:$bar, I32:$bytes, StrAttr:$ring);
   let assemblyFormat = "$bar `,` $bytes attr-dict";
 }
 
@@ -109,20 +112,21 @@ def Hopper_TmaLoadOp : Hopper_Op<"tma.load", [AttrSizedOperandSegments]> {
     3 of them) to shared address `dst`, completing `bytes` on the mbarrier
     `bar`. With `mask` (a 16-bit CTA mask), the box is multicast to the same
     offset of every CTA of the cluster in the mask, completing on each one's
-    barrier at the same offset.
+    barrier at the same offset. `bytes` is the box's size, what the copy
+    completes on each receiving CTA's barrier (the ring verifier sums them).
 
     ```mlir
-    hopper.tma.load %desc[%k, %m] -> %dst, %full : !llvm.ptr
-    hopper.tma.load %desc[%k, %m] -> %dst, %full multicast %mask : !llvm.ptr
+    hopper.tma.load %desc[%k, %m] -> %dst, %full bytes 16384 : !llvm.ptr
+    hopper.tma.load %desc[%k, %m] -> %dst, %full multicast %mask bytes 8192 : !llvm.ptr
     ```
     PTX (2-d; 3-d with a third coordinate; `.multicast::cluster` and a last
     operand `mask` with `multicast`):
     `cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [desc, {x, y} ], [bar];`
   }];
   let arguments = (ins LLVM_AnyPointer:$desc, Variadic<I32>:$coords, I32:$dst, I32:$bar,
-                       Optional<I16>:$mask);
+                       Optional<I16>:$mask, ConfinedAttr<I64Attr, [IntPositive]>:$bytes);
   let assemblyFormat = [{
-    $desc `[` $coords `]` `->` $dst `,` $bar (`multicast` $mask^)? attr-dict `:` type($desc)
+    $desc `[` $coords `]` `->` $dst `,` $bar (`multicast` $mask^)? `bytes` $bytes attr-dict `:` type($desc)
   }];
   let hasVerifier = 1;
 }
@@ -192,11 +196,11 @@ def Hopper_MBarrierArriveClusterOp : Hopper_Op<"mbarrier.arrive_cluster"> {
     (the PTX default; `.release.cluster` costs a MEMBAR.ALL.GPU per arrive).
 
     ```mlir
-    hopper.mbarrier.arrive_cluster %empty, %peer
+    hopper.mbarrier.arrive_cluster %empty, %peer {ring = "empty"}
     ```
     PTX: `mapa.shared::cluster.u32 remote, bar, peer; mbarrier.arrive.shared::cluster.b64 _, [remote];`
   }];
-  let arguments = (ins I32:$bar, I32:$peer);
+  let arguments = (ins I32:$bar, I32:$peer, StrAttr:$ring);
   let assemblyFormat = "$bar `,` $peer attr-dict";
 }
 
