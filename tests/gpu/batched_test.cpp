@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "fuzz_kernels.hpp"
 #include "gpu_test_util.hpp"
 #include "scoped_env.hpp"
 #include "tessel_gemm.hpp"
@@ -29,17 +30,7 @@ namespace tb = tessel_bench;
 
 namespace {
 
-template <int BM_, int BN_, int BK_ = 64>
-struct batched_gemm {
-  static constexpr auto BM = ts::c<BM_>, BN = ts::c<BN_>, BK = ts::c<BK_>;
-  void operator()(ts::tensor<ts::bf16, 3> A, ts::tensor<ts::bf16, 3> B, ts::tensor<ts::bf16, 3> C) const {
-    auto b = ts::program_id(2), m = ts::program_id(0) * BM, n = ts::program_id(1) * BN;
-    auto acc = ts::zeros<ts::f32>(BM, BN);
-    for (auto k : ts::range(0, A.size(2), BK))
-      acc += ts::dot(A.load({b, m, k}, BM, BK), B.load({b, n, k}, BN, BK).T());
-    C.store({b, m, n}, ts::cast<ts::bf16>(acc));
-  }
-};
+using tessel_fuzz::batched_gemm;  // C[b] = A[b] @ B[b]^T, one matrix of the batch per program_id(2)
 
 struct batched_case {
   ts::schedule schedule;

@@ -48,18 +48,6 @@ private:
   std::uint64_t s_;
 };
 
-inline const char* schedule_str(ts::schedule s) {
-  switch (s) {
-  case ts::schedule::automatic: return "auto";
-  case ts::schedule::tma: return "tma";
-  case ts::schedule::multistage: return "multistage";
-  case ts::schedule::warp_specialized: return "warp_specialized";
-  case ts::schedule::cooperative: return "cooperative";
-  case ts::schedule::pingpong: return "pingpong";
-  }
-  return "?";
-}
-
 inline const char* decomposition_str(ts::decomposition d) {
   switch (d) {
   case ts::decomposition::automatic: return "auto";
@@ -89,7 +77,7 @@ struct fuzz_config {
   std::string layout() const { return std::string(a_k_major ? "T" : "N") + (b_k_major ? "N" : "T"); }
   /// Everything the compiled kernel depends on (layouts and strides are launch-time).
   std::string kernel_key() const {
-    std::string s = std::string(schedule_str(schedule)) + " " + std::to_string(bm) + "x" + std::to_string(bn) + "x" +
+    std::string s = std::string(ts::to_string(schedule)) + " " + std::to_string(bm) + "x" + std::to_string(bn) + "x" +
                     std::to_string(bk) + " s" + std::to_string(stages) + " c" + std::to_string(cluster[0]) + "x" +
                     std::to_string(cluster[1]) + " sw" +
                     (swizzle == ts::swizzle_none ? std::string("none") : std::to_string(swizzle)) + " " +

@@ -14,7 +14,7 @@
 
 namespace tessel_fuzz {
 
-template <int BM_, int BN_, int BK_>
+template <int BM_, int BN_, int BK_ = 64>
 struct batched_gemm {
   static constexpr auto BM = ts::c<BM_>, BN = ts::c<BN_>, BK = ts::c<BK_>;
   void operator()(ts::tensor<ts::bf16, 3> A, ts::tensor<ts::bf16, 3> B, ts::tensor<ts::bf16, 3> C) const {

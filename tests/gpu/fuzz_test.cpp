@@ -345,7 +345,7 @@ std::vector<fuzz_case> guard_cases() {
 
 std::string guard_case_name(const ::testing::TestParamInfo<fuzz_case>& info) {
   const fuzz_case& c = info.param;
-  std::string s = std::string(schedule_str(c.cfg.schedule)) + (c.cfg.cluster[1] == 2 ? "_c1x2" : "") +
+  std::string s = std::string(ts::to_string(c.cfg.schedule)) + (c.cfg.cluster[1] == 2 ? "_c1x2" : "") +
                   (c.cfg.bias_relu ? "_bias_relu_" : "_") + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
                   std::to_string(c.k) + "_ldc" + std::to_string(c.ldc);
   return s;

@@ -142,7 +142,7 @@ TEST_P(MathEpilogue, MatchesDoubleReference) {
         ADD_FAILURE() << c.name << " at (" << m << ", " << n << "), x = " << x << ": got " << got << ", want "
                       << want << " (tolerance " << tol << ")";
     }
-  EXPECT_EQ(bad, 0) << c.name << " in " << tessel_test::schedule_label(s) << ": " << bad
+  EXPECT_EQ(bad, 0) << c.name << " in " << ts::to_string(s) << ": " << bad
                      << " elements out of tolerance";
 }
 
@@ -151,7 +151,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::ValuesIn(tessel_test::math_cases()),
                        ::testing::ValuesIn(tessel_test::all_schedules())),
     [](const ::testing::TestParamInfo<std::tuple<math_case, ts::schedule>>& i) {
-      return std::get<0>(i.param).name + "_" + tessel_test::schedule_label(std::get<1>(i.param));
+      return std::get<0>(i.param).name + "_" + ts::to_string(std::get<1>(i.param));
     });
 
 }  // namespace

@@ -135,18 +135,6 @@ inline const std::vector<math_case>& math_cases() {
   return cases;
 }
 
-/// A schedule's name, for test names and messages.
-inline std::string schedule_label(ts::schedule s) {
-  switch (s) {
-  case ts::schedule::multistage: return "multistage";
-  case ts::schedule::tma: return "tma";
-  case ts::schedule::warp_specialized: return "warp_specialized";
-  case ts::schedule::cooperative: return "cooperative";
-  case ts::schedule::pingpong: return "pingpong";
-  default: return "auto";
-  }
-}
-
 inline const std::vector<ts::schedule>& all_schedules() {
   static const std::vector<ts::schedule> s = {ts::schedule::multistage, ts::schedule::tma,
                                               ts::schedule::warp_specialized, ts::schedule::cooperative,

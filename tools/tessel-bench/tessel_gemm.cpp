@@ -42,17 +42,7 @@ std::vector<ts::schedule> parse_schedules(std::string_view csv) {
   return out;
 }
 
-const char* schedule_name(ts::schedule s) {
-  switch (s) {
-    case ts::schedule::automatic: return "auto";
-    case ts::schedule::tma: return "tma";
-    case ts::schedule::multistage: return "multistage";
-    case ts::schedule::warp_specialized: return "warp_specialized";
-    case ts::schedule::cooperative: return "cooperative";
-    case ts::schedule::pingpong: return "pingpong";
-  }
-  return "?";
-}
+const char* schedule_name(ts::schedule s) { return ts::to_string(s); }
 
 std::string tile_shape::str() const {
   std::string s = std::to_string(bm) + "x" + std::to_string(bn);

@@ -210,7 +210,9 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
   DiagnosticCollector diags(ctx);
   ::tessel::CompiledKernel k;
   // A failure past tracing writes an IR reproducer: the stages so far and the
-  // module as the failing step received it (`input`), into
+  // module as the failing step received it (`input`: the last stage, or for
+  // PTX generation, which leaves the module as it was, the module printed
+  // with its locations), into
   // <dump dir>/failed-<kernel>/ (options::dump_dir or TESSEL_DUMP_DIR), else into
   // a fresh folder under $TMPDIR (or /tmp); the error names the folder.
   std::string input;
@@ -219,6 +221,8 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
                       ":\n" + diags.take();
     // Scheduling errors are the user's (options, tile shapes): one line at their
     // source. Later failures are tessel's: they get the reproducer.
+    if (input.empty() && !k.stages.empty())
+      input = k.stages.back().second;
     if (k.stages.size() >= 2) {
       try {
         std::string dir = writeReproducer(k, input, o.dump_dir);
@@ -260,7 +264,6 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
   auto runStep = [&](const char *stage, const char *what, auto build) {
     PassManager pm(ctx);
     build(pm);
-    input = printIR(module, /*locations=*/true);
     if (failed(pm.run(module)))
       throw fail(what);
     k.stages.emplace_back(stage, printIR(module, /*locations=*/false));
@@ -306,10 +309,11 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
 
   mlir::tessel::PTXOptions ptxOptions;
   ptxOptions.chip = k.arch;
-  input = printIR(module, /*locations=*/true);
   auto ptx = mlir::tessel::translateToPTX(module, ptxOptions);
-  if (failed(ptx))
+  if (failed(ptx)) {
+    input = printIR(module, /*locations=*/true);
     throw fail("PTX generation failed");
+  }
   k.stages.emplace_back("06-kernel.ll", ptx->llvmIR);
   k.stages.emplace_back("07-kernel.opt.ll", ptx->llvmIROpt);
   k.ptx = ptx->ptx;

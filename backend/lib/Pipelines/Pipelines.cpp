@@ -143,17 +143,7 @@ void ::tessel::registerAllPasses() {
 }
 
 namespace tessel {
-std::string scheduleName(schedule s) {
-  switch (s) {
-  case schedule::automatic: return "auto";
-  case schedule::tma: return "tma";
-  case schedule::multistage: return "multistage";
-  case schedule::warp_specialized: return "warp_specialized";
-  case schedule::cooperative: return "cooperative";
-  case schedule::pingpong: return "pingpong";
-  }
-  return "auto";
-}
+std::string scheduleName(schedule s) { return to_string(s); }
 
 std::string decompositionName(decomposition d) {
   switch (d) {

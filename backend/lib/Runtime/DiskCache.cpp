@@ -106,17 +106,6 @@ std::uint64_t xxh64(std::string_view data, std::uint64_t seed) {
 
 namespace {
 
-const char* scheduleKeyName(schedule s) {
-  switch (s) {
-  case schedule::automatic: return "auto";
-  case schedule::tma: return "tma";
-  case schedule::multistage: return "multistage";
-  case schedule::warp_specialized: return "warp_specialized";
-  case schedule::cooperative: return "cooperative";
-  case schedule::pingpong: return "pingpong";
-  }
-  return "?";
-}
 
 const char* decompositionKeyName(decomposition d) {
   switch (d) {
@@ -240,7 +229,7 @@ std::string ptxasIdentity(const std::string& cacheDir) {
 
 std::string optionsKey(const options& o) {
   std::string key;
-  key += "schedule=" + std::string(scheduleKeyName(o.schedule)) + ";";
+  key += "schedule=" + std::string(to_string(o.schedule)) + ";";
   key += "stages=" + std::to_string(o.stages) + ";";
   key += "cluster=" + std::to_string(o.cluster[0]) + "x" + std::to_string(o.cluster[1]) + ";";
   key += "swizzle=" + std::to_string(o.swizzle) + ";";

@@ -53,7 +53,7 @@ TEST(FuzzCase, PoolsHoldEveryScheduleLayoutAndEpilogueOnce) {
   for (std::uint64_t seed : kSeeds) {
     std::set<std::string> triples;
     for (const auto& c : tf::config_pool(seed))
-      triples.insert(std::string(tf::schedule_str(c.schedule)) + c.layout() + (c.bias_relu ? "+" : "-"));
+      triples.insert(std::string(tessel::to_string(c.schedule)) + c.layout() + (c.bias_relu ? "+" : "-"));
     EXPECT_EQ(triples.size(), std::size_t(tf::kPoolSize)) << "seed " << seed;
     EXPECT_EQ(triples.size(), std::size(tf::kSchedules) * 4 * 2);
   }
@@ -67,7 +67,7 @@ TEST(FuzzCase, CoversEveryOptionAndTheEdgeShapes) {
     for (int i = 0; i < kCases; ++i) {
       const tf::fuzz_case c = tf::make_case(seed, std::uint64_t(i));
       const tf::fuzz_config& f = c.cfg;
-      seen["schedule"].insert(tf::schedule_str(f.schedule));
+      seen["schedule"].insert(tessel::to_string(f.schedule));
       seen["layout"].insert(f.layout());
       seen["epilogue"].insert(f.bias_relu ? "bias_relu" : "plain");
       seen["tile"].insert(std::to_string(f.bm) + "x" + std::to_string(f.bn) + "x" + std::to_string(f.bk));

@@ -61,7 +61,7 @@ TEST_P(MathCompile, ElementwiseKernel) {
 TEST_P(MathCompile, GemmEpilogueOfEverySchedule) {
   const math_case& c = GetParam();
   for (ts::schedule s : tessel_test::all_schedules()) {
-    SCOPED_TRACE(c.name + " in the epilogue of " + tessel_test::schedule_label(s));
+    SCOPED_TRACE(c.name + " in the epilogue of " + ts::to_string(s));
     ts::options o;
     o.schedule = s;
     o.stages = s == ts::schedule::multistage ? 3 : 4;

@@ -24,6 +24,19 @@ public:
 /// The five CUTLASS 3.x Hopper GEMM schedules (DESIGN.md §5).
 enum class schedule : std::uint8_t { automatic, tma, multistage, warp_specialized, cooperative, pingpong };
 
+/// The schedule's name as the options, tools and messages spell it ("auto", "tma", ...).
+inline const char* to_string(schedule s) {
+  switch (s) {
+  case schedule::automatic: return "auto";
+  case schedule::tma: return "tma";
+  case schedule::multistage: return "multistage";
+  case schedule::warp_specialized: return "warp_specialized";
+  case schedule::cooperative: return "cooperative";
+  case schedule::pingpong: return "pingpong";
+  }
+  return "?";
+}
+
 /// How the persistent schedules split the GEMM's tiles among their CTAs (about one per SM):
 ///   automatic      `cooperative` and `pingpong` with a 1x1 cluster: stream_k; every other
 ///                  schedule (and clusters): data_parallel (asking for stream_k there is an
