@@ -261,24 +261,34 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
   po.rasterGroup = o.raster_group;
   po.decomposition = decompositionName(o.decomposition);
   po.boundedWaits = o.debug || ::tessel::runtime::knobs().debug;
-  auto runStep = [&](const char *stage, const char *what, auto build) {
+  auto runStep = [&](const char *stage, const char *what, auto build, bool locations = false) {
     PassManager pm(ctx);
     build(pm);
     if (failed(pm.run(module)))
       throw fail(what);
-    k.stages.emplace_back(stage, printIR(module, /*locations=*/false));
+    k.stages.emplace_back(stage, printIR(module, locations));
   };
-  runStep("02-scheduled.mlir", "scheduling failed",
-          [&](PassManager &pm) { buildSchedulePipeline(pm, po); });
+  // Tessel- and Hopper-level stages keep the user's source locations (a
+  // hopper.mma_schedule points at the ts::dot line); from 09 on, the kernel's
+  // instructions carry the kernel's location only, and are printed without.
+  runStep("02-select-schedule.mlir", "scheduling failed",
+          [&](PassManager &pm) { buildSchedulePipeline(pm, po); }, /*locations=*/true);
   for (auto fn : module.getOps<func::FuncOp>())
     if (fn.getSymName() == k.name) {
       if (auto s = fn->getAttrOfType<mlir::tessel::ScheduleAttr>(mlir::tessel::TesselDialect::getScheduleAttrName()))
         k.schedule = mlir::tessel::stringifyScheduleKind(s.getKind()).str();
       collectContracts(fn, k);
     }
-  runStep("03-hopper.mlir", "building the kernel failed",
+  int number = 3;
+  for (const PlanStep &step : planSteps()) {
+    std::string stage = "0" + std::to_string(number++) + "-" + step.stage + ".mlir";
+    std::string what = std::string("planning the kernel failed (tessel-") + step.stage + ")";
+    runStep(stage.c_str(), what.c_str(), [&](PassManager &pm) { pm.addPass(step.create()); },
+            /*locations=*/true);
+  }
+  runStep("09-lower-to-nvvm.mlir", "building the kernel failed",
           [&](PassManager &pm) { buildKernelPipeline(pm, po); });
-  runStep("04-nvvm.mlir", "converting the hopper ops failed",
+  runStep("10-convert-hopper-to-nvvm.mlir", "converting the hopper ops failed",
           [&](PassManager &pm) { buildHopperToNVVMPipeline(pm); });
 
   // The kernel ABI and launch shape, left by tessel-lower-to-nvvm.
@@ -301,7 +311,7 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
     for (int i = 0; i < 3; ++i)
       k.cluster[i] = static_cast<unsigned>(c[i]);
 
-  runStep("05-llvm.mlir", "conversion to the LLVM dialect failed",
+  runStep("11-convert-to-llvm.mlir", "conversion to the LLVM dialect failed",
           [&](PassManager &pm) { buildToLLVMPipeline(pm); });
   for (StringRef name : {"tessel.params", "tessel.threads", "tessel.shared_bytes", "tessel.schedule",
                          "tessel.persistent", "tessel.cluster"})
@@ -314,10 +324,10 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
     input = printIR(module, /*locations=*/true);
     throw fail("PTX generation failed");
   }
-  k.stages.emplace_back("06-kernel.ll", ptx->llvmIR);
-  k.stages.emplace_back("07-kernel.opt.ll", ptx->llvmIROpt);
+  k.stages.emplace_back("12-kernel.ll", ptx->llvmIR);
+  k.stages.emplace_back("13-kernel.opt.ll", ptx->llvmIROpt);
   k.ptx = ptx->ptx;
-  k.stages.emplace_back("08-kernel.ptx", k.ptx);
+  k.stages.emplace_back("14-kernel.ptx", k.ptx);
 
   // PTX -> cubin with ptxas when the toolkit is here; otherwise the driver JITs
   // the PTX at load time (the log says so).

@@ -47,6 +47,23 @@ void ::tessel::buildSchedulePipeline(OpPassManager &pm, const PipelineOptions &o
   pm.addPass(mlir::tessel::createTesselSelectSchedule(so));
 }
 
+const std::vector<::tessel::PlanStep> &::tessel::planSteps() {
+  static const std::vector<PlanStep> steps = {
+      {"materialize-tile-scheduler", [] { return mlir::tessel::createTesselMaterializeTileScheduler(); }},
+      {"insert-async-copies", [] { return mlir::tessel::createTesselInsertAsyncCopies(); }},
+      {"warp-specialize", [] { return mlir::tessel::createTesselWarpSpecialize(); }},
+      {"schedule-mma", [] { return mlir::tessel::createTesselScheduleMma(); }},
+      {"lower-epilogue", [] { return mlir::tessel::createTesselLowerEpilogue(); }},
+      {"allocate-resources", [] { return mlir::tessel::createTesselAllocateResources(); }},
+  };
+  return steps;
+}
+
+void ::tessel::buildPlanPipeline(OpPassManager &pm) {
+  for (const PlanStep &step : planSteps())
+    pm.addPass(step.create());
+}
+
 void ::tessel::buildKernelPipeline(OpPassManager &pm, const PipelineOptions &o) {
   mlir::tessel::TesselLowerToNVVMOptions lo;
   lo.boundedWaits = o.boundedWaits;
@@ -69,6 +86,7 @@ void ::tessel::buildToLLVMPipeline(OpPassManager &pm) {
 
 void ::tessel::buildTesselPipeline(OpPassManager &pm, const PipelineOptions &o) {
   buildSchedulePipeline(pm, o);
+  buildPlanPipeline(pm);
   buildKernelPipeline(pm, o);
   buildHopperToNVVMPipeline(pm);
   buildToLLVMPipeline(pm);
@@ -117,23 +135,36 @@ void ::tessel::registerAllPasses() {
   registerSCFToControlFlowPass();
   registerConvertToLLVMPass();
   registerReconcileUnrealizedCastsPass();
-  // The JIT's four steps, one per dumped stage (Compile.cpp), so that each
-  // stage replays to the next: 01-tessel -> 02-scheduled -> 03-hopper -> 04-nvvm -> 05-llvm.
+  // The JIT's steps, one per dumped stage (Compile.cpp), so that each stage
+  // replays to the next (the plan's six steps 03-08 are single passes).
   PassPipelineRegistration<TesselPipelineCLOptions>(
-      "tessel-schedule-pipeline", "01-tessel.mlir -> 02-scheduled.mlir (the JIT's first step)",
+      "tessel-schedule-pipeline", "01-tessel.mlir -> 02-select-schedule.mlir",
       [](OpPassManager &pm, const TesselPipelineCLOptions &cl) {
         buildSchedulePipeline(pm, fromCommandLine(cl));
       });
+  PassPipelineRegistration<>("tessel-plan-pipeline",
+                             "02-select-schedule.mlir -> 08-allocate-resources.mlir (the six "
+                             "plan passes)",
+                             [](OpPassManager &pm) { buildPlanPipeline(pm); });
   PassPipelineRegistration<TesselPipelineCLOptions>(
-      "tessel-kernel-pipeline", "02-scheduled.mlir -> 03-hopper.mlir (the JIT's second step)",
+      "tessel-build-kernel-pipeline",
+      "08-allocate-resources.mlir -> 09-lower-to-nvvm.mlir (lower-to-nvvm, legalize-math, "
+      "verify-rings)",
       [](OpPassManager &pm, const TesselPipelineCLOptions &cl) {
         buildKernelPipeline(pm, fromCommandLine(cl));
       });
+  PassPipelineRegistration<TesselPipelineCLOptions>(
+      "tessel-kernel-pipeline",
+      "02-select-schedule.mlir -> 09-lower-to-nvvm.mlir (the plan, then the kernel)",
+      [](OpPassManager &pm, const TesselPipelineCLOptions &cl) {
+        buildPlanPipeline(pm);
+        buildKernelPipeline(pm, fromCommandLine(cl));
+      });
   PassPipelineRegistration<>("tessel-hopper-to-nvvm-pipeline",
-                             "03-hopper.mlir -> 04-nvvm.mlir (the JIT's third step)",
+                             "09-lower-to-nvvm.mlir -> 10-convert-hopper-to-nvvm.mlir",
                              [](OpPassManager &pm) { buildHopperToNVVMPipeline(pm); });
   PassPipelineRegistration<>("tessel-to-llvm-pipeline",
-                             "04-nvvm.mlir -> 05-llvm.mlir (the JIT's fourth step)",
+                             "10-convert-hopper-to-nvvm.mlir -> 11-convert-to-llvm.mlir",
                              [](OpPassManager &pm) { buildToLLVMPipeline(pm); });
   PassPipelineRegistration<TesselPipelineCLOptions>(
       "tessel-pipeline", "tessel IR to LLVM-dialect kernels (the JIT's pipeline up to PTX)",

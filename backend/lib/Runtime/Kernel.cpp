@@ -577,11 +577,22 @@ void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_ar
 std::string stage_text(const kernel_impl& kernel, const std::string& stage) {
   const CompiledKernel& k = kernel.compiled();
   // The names kernel::stage documents (jit.hpp), each one stage; a dump file's
-  // own name ("04-nvvm.mlir") works too.
+  // own name ("10-convert-hopper-to-nvvm.mlir") works too. The stages after a
+  // pass are named after it (Pipelines.h, docs/pipeline.md).
   static const std::pair<const char*, const char*> names[] = {
-      {"tessel", "01-tessel.mlir"}, {"scheduled", "02-scheduled.mlir"}, {"hopper", "03-hopper.mlir"},
-      {"nvvm", "04-nvvm.mlir"},     {"llvm", "05-llvm.mlir"},          {"ll", "06-kernel.ll"},
-      {"opt.ll", "07-kernel.opt.ll"}};
+      {"tessel", "01-tessel.mlir"},
+      {"select-schedule", "02-select-schedule.mlir"},
+      {"materialize-tile-scheduler", "03-materialize-tile-scheduler.mlir"},
+      {"insert-async-copies", "04-insert-async-copies.mlir"},
+      {"warp-specialize", "05-warp-specialize.mlir"},
+      {"schedule-mma", "06-schedule-mma.mlir"},
+      {"lower-epilogue", "07-lower-epilogue.mlir"},
+      {"allocate-resources", "08-allocate-resources.mlir"},
+      {"lower-to-nvvm", "09-lower-to-nvvm.mlir"},
+      {"convert-hopper-to-nvvm", "10-convert-hopper-to-nvvm.mlir"},
+      {"convert-to-llvm", "11-convert-to-llvm.mlir"},
+      {"ll", "12-kernel.ll"},
+      {"opt.ll", "13-kernel.opt.ll"}};
   if (stage == "ptx")
     return k.ptx;
   if (stage == "ptxas.log")

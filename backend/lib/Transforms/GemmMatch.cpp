@@ -2,11 +2,14 @@
 
 #include "tessel/Transforms/GemmMatch.h"
 
+#include "tessel/Dialect/Hopper/Hopper.h"
+
 using namespace mlir;
 using namespace mlir::tessel;
 
 /// A dot operand must be `tessel.load` (optionally through `tessel.trans`) of a
-/// kernel argument, loaded inside the loop.
+/// kernel argument, loaded inside the loop; after tessel-insert-async-copies,
+/// `hopper.async_load` takes the place of the tessel.load.
 static FailureOr<GemmOperand> matchOperand(Value v, scf::ForOp loop, StringRef which,
                                            DotOp dot) {
   GemmOperand op{};
@@ -14,12 +17,14 @@ static FailureOr<GemmOperand> matchOperand(Value v, scf::ForOp loop, StringRef w
     op.transposed = true;
     v = t.getSrc();
   }
-  auto load = v.getDefiningOp<LoadOp>();
+  Operation *load = v.getDefiningOp();
+  if (load && !isa<LoadOp, hopper::AsyncLoadOp>(load))
+    load = nullptr;
   if (!load || load->getParentOp() != loop)
     return dot.emitOpError() << "operand " << which
                              << " must be a tile loaded (tessel.load, optionally "
                                 "transposed) in the loop body";
-  auto arg = dyn_cast<BlockArgument>(load.getRef());
+  auto arg = dyn_cast<BlockArgument>(load->getOperand(0));
   if (!arg)
     return dot.emitOpError() << "operand " << which << " must load a kernel argument";
   op.load = load;

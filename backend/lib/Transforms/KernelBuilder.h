@@ -11,6 +11,7 @@
 #ifndef TESSEL_LIB_TRANSFORMS_KERNELBUILDER_H
 #define TESSEL_LIB_TRANSFORMS_KERNELBUILDER_H
 
+#include "tessel/Dialect/Hopper/Hopper.h"
 #include "tessel/Transforms/GemmMatch.h"
 #include "tessel/Transforms/OperandLayout.h"
 
@@ -89,6 +90,12 @@ private:
   /// Stores two evaluated elements at (row, col) and (row, col + 1) of a 2-d store.
   LogicalResult storePair(StoreOp store, Value row, Value col, Value v0, Value v1);
 
+  /// Reads the plan that the schedule passes wrote into a GEMM kernel
+  /// (HopperScheduleOps.td) into the members below; fails, naming the pass
+  /// to run, when a part is missing.
+  LogicalResult readPlan();
+  /// The path tessel-lower-epilogue chose for a store (`hopper.store`).
+  static StringRef storePath(StoreOp store);
   LogicalResult buildSignature();
   LogicalResult buildGemm();
   LogicalResult setupGemm();
@@ -225,6 +232,24 @@ private:
   func::FuncOp fn;
   std::optional<GemmMatch> gemm;
   ScheduleAttr sched;
+
+  // ---- the plan (GEMM kernels; readPlan) ----------------------------------
+  hopper::TileSchedulerOp schedulerOp;
+  hopper::RingOp ringOp;
+  hopper::WarpSpecializeOp wsOp;      ///< null for multistage
+  hopper::MmaScheduleOp mmaOp;
+  hopper::EpilogueOp epilogueOp;
+  hopper::ResourcesOp resourcesOp;
+  std::array<hopper::AsyncLoadOp, 2> asyncLoads; ///< A, B
+  bool multistage = false;            ///< cp.async ring, mma.sync
+  bool inlineProducer = false;        ///< tma: thread 0 of the consumers refills
+  bool persistent = false;            ///< persistent tile scheduler
+  bool pingpong = false;              ///< consumers take tiles in turns
+  int64_t rowBlocks = 1;              ///< 64-row blocks per consumer warpgroup
+  int64_t waitDepth = 1;              ///< wgmma groups left in flight per k-step
+  int64_t emptyArrivals = 0;
+  int64_t bOff = 0;                   ///< offset of the ring's B slots
+  int64_t consumerBarrierBase = 1, turnBarrierBase = 3, streamKBarrierId = 5;
   OpBuilder b;
   MLIRContext *ctx;
   bool boundedWaits;

@@ -65,6 +65,7 @@ using namespace mlir::tessel;
 
 #include "KernelBuilder.h"
 #include "PtxEmitter.h"
+#include "SchedulePlan.h"
 
 namespace mlir::tessel::lowering {
 
@@ -100,10 +101,16 @@ FailureOr<Value> KernelBuilder::scalar(Value v, Value ivRepl) {
   if (!op)
     return fn.emitError("a kernel argument is used as a scalar"), failure();
   Value result;
-  if (auto pid = dyn_cast<ProgramIdOp>(op); pid && !programIds.empty()) {
-    result = programIds[pid.getAxis()];
-  } else if (pid) {
-    switch (pid.getAxis()) {
+  // The tile scheduler's results are the program ids of the tile computed.
+  std::optional<int64_t> axis;
+  if (auto pid = dyn_cast<ProgramIdOp>(op))
+    axis = pid.getAxis();
+  else if (isa<hopper::TileSchedulerOp>(op))
+    axis = cast<OpResult>(v).getResultNumber();
+  if (axis && !programIds.empty()) {
+    result = programIds[*axis];
+  } else if (axis) {
+    switch (*axis) {
     case 0: result = b.create<NVVM::BlockIdXOp>(loc, b.getI32Type()); break;
     case 1: result = b.create<NVVM::BlockIdYOp>(loc, b.getI32Type()); break;
     default: result = b.create<NVVM::BlockIdZOp>(loc, b.getI32Type()); break;
@@ -363,23 +370,32 @@ LogicalResult KernelBuilder::buildSignature() {
     }
   }
   // Schedule `multistage` reads its operands through the pointers: no TMA.
-  if (gemm && sched.getKind() != ScheduleKind::multistage) {
-    auto tile = sched.getTile();
+  if (gemm && !multistage) {
     // In a cluster each CTA loads 1/clusterSize of the shared operand's tile
     // and multicasts it: B is shared along program_id 0, A along program_id 1.
-    auto [cx, cy] = sched.getClusterShape();
-    clusterX = cx;
-    clusterY = cy;
-    clusterSize = cx * cy;
+    ArrayRef<int64_t> cluster = schedulerOp.getCluster();
+    clusterX = cluster[0];
+    clusterY = cluster[1];
+    clusterSize = clusterX * clusterY;
     // Operand tiles: boxes of one swizzle row along the contiguous dimension
-    // (OperandLayout.h); a cluster splits the other one.
-    auto la = getOperandLayout(fn, *gemm, /*isB=*/false, sched.getSwizzle());
-    auto lb = getOperandLayout(fn, *gemm, /*isB=*/true, sched.getSwizzle());
-    if (failed(la) || failed(lb))
-      return failure();
-    aLayout = *la;
-    bLayout = *lb;
-    for (auto [l, cs] : {std::pair(&aLayout, cy), std::pair(&bLayout, cx)}) {
+    // (OperandLayout.h) with the swizzle the plan chose; a cluster splits the
+    // other one. The geometry must be the one the plan recorded.
+    for (auto [i, l] : llvm::enumerate(std::array<OperandLayout *, 2>{&aLayout, &bLayout})) {
+      hopper::AsyncLoadOp load = asyncLoads[i];
+      auto layout = getOperandLayout(fn, *gemm, /*isB=*/i == 1, load.getSwizzle());
+      if (failed(layout))
+        return failure();
+      *l = *layout;
+      int64_t cs = i == 0 ? clusterY : clusterX;
+      if (load.getBox() != ArrayRef<int64_t>{l->boxInner(), l->outer / cs} ||
+          load.getBoxes() != l->numBoxes() || load.getMnMajor() != l->mnMajor ||
+          load.getMulticast() != cs)
+        return load.emitError() << "the copy plan of operand " << (i ? "B" : "A")
+                                << " does not match its layout: box " << l->boxInner() << "x"
+                                << l->outer / cs << " x " << l->numBoxes() << ", multicast " << cs
+                                << (l->mnMajor ? ", MN-major" : ", K-major");
+    }
+    for (auto [l, cs] : {std::pair(&aLayout, clusterY), std::pair(&bLayout, clusterX)}) {
       TmaParam t{l->argIndex, {l->boxInner(), l->outer / cs}, {}};
       t.swizzle = l->swizzle;
       int64_t rank = cast<RefType>(fn.getArgumentTypes()[l->argIndex]).getRank();
@@ -412,22 +428,15 @@ LogicalResult KernelBuilder::buildSignature() {
   }
   // Persistent schedules get the user's grid; the runtime launches about one
   // CTA per SM instead.
-  bool persistent = sched && (sched.getKind() == ScheduleKind::cooperative ||
-                              sched.getKind() == ScheduleKind::pingpong);
   unsigned numGridParams = persistent ? 3 : 0;
   for (unsigned d = 0; d < numGridParams; ++d) {
     types.push_back(b.getI64Type());
     params.push_back(b.getStringAttr("grid:" + std::to_string(d)));
   }
   // Stream-K: the workspace (StreamK.cpp), "workspace:<bytes of one slot>".
-  bool streamK = gemm && sched && sched.getStreamk() != 0;
-  if (sched && sched.getStreamk() != 0 && sched.getStreamk() != 1)
-    return fn.emitError() << "stream_k must be 0 (whole tiles) or 1 (stream-K), got "
-                          << sched.getStreamk();
+  // (hopper.tile_scheduler's verifier: stream-K is persistent, 1x1 clusters.)
+  bool streamK = gemm && schedulerOp.getStreamK();
   if (streamK) {
-    if ((sched.getKind() != ScheduleKind::cooperative && sched.getKind() != ScheduleKind::pingpong) ||
-        clusterSize != 1)
-      return fn.emitError("stream_k needs schedule 'cooperative' or 'pingpong' with a 1x1 cluster");
     auto tile = sched.getTile();
     types.push_back(ptrTy);
     params.push_back(b.getStringAttr("workspace:" + std::to_string(tile[0] * tile[1] * 4)));
@@ -496,7 +505,8 @@ LogicalResult KernelBuilder::emitStores(function_ref<LogicalResult(StoreOp)> per
   }
   for (Operation &op : fn.getBody().front())
     for (Region &r : op.getRegions())
-      if (gemm && &op != gemm->loop.getOperation() && !r.empty())
+      if (gemm && &op != gemm->loop.getOperation() && !r.empty() &&
+          !isa<hopper::WarpSpecializeOp>(op))
         return op.emitError("nested regions are not supported outside the mainloop");
   return success();
 }
@@ -540,7 +550,7 @@ LogicalResult KernelBuilder::issueStage(Value j, Value s) {
   b.create<hopper::MBarrierArriveExpectTxOp>(loc, full, i32(aBytes + bBytes), b.getStringAttr("full"));
   Value aDst = smemAddr(b.create<arith::MulIOp>(loc, s, i32(aBytes)));
   Value bDst = smemAddr(b.create<arith::AddIOp>(
-      loc, i32(stages * aBytes), b.create<arith::MulIOp>(loc, s, i32(bBytes))));
+      loc, i32(bOff), b.create<arith::MulIOp>(loc, s, i32(bBytes))));
   if (failed(issueOperand(aLayout, gemm->a, tma[0], kv, aDst, full, clusterY)) ||
       failed(issueOperand(bLayout, gemm->b, tma[1], kv, bDst, full, clusterX)))
     return failure();
@@ -563,7 +573,7 @@ LogicalResult KernelBuilder::issueStage(Value j, Value s) {
 // offset of every CTA; each CTA's full barrier expects the whole stage.
 LogicalResult KernelBuilder::issueOperand(const OperandLayout &l, GemmOperand op, TmaParam &t,
                                           Value kv, Value dst, Value full, int64_t cs) {
-  auto offOrFail = offsetScalars(op.load.getOffsets(), kv);
+  auto offOrFail = offsetScalars(op.offsets(), kv);
   if (failed(offOrFail))
     return failure();
   SmallVector<Value> off = std::move(*offOrFail);
@@ -626,35 +636,27 @@ LogicalResult KernelBuilder::setupGemm() {
   BM = tile[0];
   BN = tile[1];
   BK = tile[2];
-  int64_t W = sched.getWarpgroups();
-  stages = sched.getStages();
+  stages = ringOp.getStages();
   elt = cast<RankedTensorType>(gemm->dot.getA().getType()).getElementType();
   eltBytes = elt.getIntOrFloatBitWidth() / 8;
   aBytes = BM * BK * eltBytes;
   bBytes = BN * BK * eltBytes;
-  bool specialized = sched.getKind() != ScheduleKind::tma;
-  // Warp-specialized schedules add one producer warpgroup (warpgroup 0) and
-  // two staging chunks per consumer warpgroup for the TMA-store epilogue.
-  consumers = sched.getKind() == ScheduleKind::pingpong ? 2 : W;
-  stagingOff = stages * (aBytes + bBytes);
-  fullBarOff = stagingOff + (specialized ? consumers * 2 * kChunkBytes : 0);
-  emptyBarOff = fullBarOff + 8 * stages;
-  smemBytes = emptyBarOff + 8 * stages;
-  threads = ((specialized ? consumers : W) + (specialized ? 1 : 0)) * kThreadsPerWarpgroup;
+  // The plan's roles and shared-memory map (tessel-warp-specialize,
+  // tessel-allocate-resources).
+  consumers = wsOp ? wsOp.getConsumers() : 0;
+  threads = resourcesOp.getThreads();
+  smemBytes = resourcesOp.getSmemBytes();
   kernel->setAttr("nvvm.reqntid", b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
   // One CTA per SM: lets ptxas use the whole register file, and makes ptxas
   // honour setmaxnreg (it ignores it without .minnctapersm or .maxnreg: C7508).
   kernel->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
 
   Value isLeader = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, tid, i32(0));
-  // A stage is released by every warpgroup that read it: all of them (tma,
-  // warp_specialized, cooperative) or the one whose tile it was (pingpong).
-  // In a cluster, the consumers of every CTA release every CTA's stage (its
-  // producer multicasts into all of them).
-  int64_t emptyArrivals = (sched.getKind() == ScheduleKind::pingpong ? 1 : W) * clusterSize;
   // Rule 1: barriers initialised by thread 0, fenced, then a CTA barrier.
+  // A stage is released by every warpgroup that read it (emptyArrivals:
+  // tessel-allocate-resources' rule 3).
   // (Schedule `multistage` has no mbarriers: MultistageSchedule.cpp.)
-  if (sched.getKind() != ScheduleKind::multistage) {
+  if (!multistage) {
     auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, isLeader, false);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
@@ -726,7 +728,7 @@ Value KernelBuilder::zeroAccumulator() {
 
 SmallVector<Value> KernelBuilder::wgmmaStage(ArrayRef<Value> accs, Value s, Value rowBlock) {
   Value bBase = smemAddr(b.create<arith::AddIOp>(
-      loc, i32(stages * aBytes), b.create<arith::MulIOp>(loc, s, i32(bBytes))));
+      loc, i32(bOff), b.create<arith::MulIOp>(loc, s, i32(bBytes))));
   auto wgmmaType = elt.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
   SmallVector<Value> out(accs);
   b.create<NVVM::WgmmaFenceAlignedOp>(loc);
@@ -772,8 +774,9 @@ SmallVector<Value> KernelBuilder::consumeStage(Value it, ArrayRef<Value> accs, V
   Value ph = b.create<arith::AndIOp>(loc, b.create<arith::DivUIOp>(loc, it, i32(stages)), i32(1));
   mbarrierWait(fullBar(s), ph, "full", s);
   SmallVector<Value> out = wgmmaStage(accs, s, rowBlock);
-  // Keep one wgmma group in flight: the group of position it - 1 has retired.
-  b.create<NVVM::WgmmaWaitGroupSyncOp>(loc, 1);
+  // Keep waitDepth (1) wgmma groups in flight: the group of position it - 1
+  // has retired (hopper.mma_schedule).
+  b.create<NVVM::WgmmaWaitGroupSyncOp>(loc, waitDepth);
   return out;
 }
 
@@ -799,7 +802,7 @@ LogicalResult KernelBuilder::emitRegisterStore(StoreOp store, Value accFinal, Va
     // Registers r and r+1 (r even) hold adjacent columns of one row: paired
     // stores in the tma schedule. (In the warp-specialized ones the paired
     // epilogue's register pressure makes ptxas serialise wgmma, C7514.)
-    if (sched.getKind() != ScheduleKind::tma) {
+    if (storePath(store) != "register_pairs") {
       for (int64_t r = 0; r < BN / 2; ++r) {
         accRegister = b.create<LLVM::ExtractValueOp>(loc, accFinal, r);
         Value row = b.create<arith::AddIOp>(loc, rowBase, i32(8 * ((r % 4) / 2)));
@@ -858,29 +861,17 @@ LogicalResult KernelBuilder::emitRegisterStore(StoreOp store, Value accFinal, Va
 
 SmallVector<StoreOp> KernelBuilder::stagedStores() {
   SmallVector<StoreOp> out;
-  if (!gemm || !sched || sched.getKind() == ScheduleKind::tma ||
-      sched.getKind() == ScheduleKind::multistage)
+  if (!gemm)
     return out;
-  auto tile = sched.getTile();
-  for (Operation &op : fn.getBody().front()) {
-    auto store = dyn_cast<StoreOp>(op);
-    if (!store)
-      continue;
-    auto ty = cast<RankedTensorType>(store.getValue().getType());
-    Type refElt = store.getRef().getType().getElementType();
-    unsigned bits = refElt.getIntOrFloatBitWidth();
-    if (ty.getRank() != 2 || store.getRef().getType().getRank() != 2 ||
-        ty.getDimSize(0) != tile[0] || ty.getDimSize(1) != tile[1] || !isa<FloatType>(refElt) ||
-        (bits != 16 && bits != 32) || ty.getElementType() != refElt ||
-        (tile[1] * bits / 8) % 128 != 0)
-      continue;
-    out.push_back(store);
-  }
+  for (Operation &op : fn.getBody().front())
+    if (auto store = dyn_cast<StoreOp>(op); store && storePath(store) == "tma_store")
+      out.push_back(store);
   return out;
 }
 
 void KernelBuilder::consumerBarrier(Value consumer) {
-  b.create<hopper::NamedBarrierOp>(loc, /*arrive=*/false, b.create<arith::AddIOp>(loc, consumer, i32(1)),
+  b.create<hopper::NamedBarrierOp>(loc, /*arrive=*/false,
+                                   b.create<arith::AddIOp>(loc, consumer, i32(consumerBarrierBase)),
                                    128);
 }
 
@@ -1142,7 +1133,7 @@ static std::array<Value, 2> clusterGrid(OpBuilder &b, Location loc, ArrayRef<Val
 ///                                3    7  9 11
 ///                                4   12 13 14   (a last, narrower group)
 std::pair<Value, Value> KernelBuilder::groupedRaster(Value r, Value gx, Value gy) {
-  int64_t g = sched.getRasterGroup();
+  int64_t g = schedulerOp.getRasterGroup();
   Value width = b.create<arith::MulIOp>(loc, i32(g), gy);
   Value group = b.create<arith::DivUIOp>(loc, r, width);
   Value firstX = b.create<arith::MulIOp>(loc, group, i32(g));
@@ -1228,14 +1219,10 @@ void KernelBuilder::clusterSync() {
 ///       (if the CTA has a unit) and nobody gives a turn after the CTA's
 ///       last unit, so no barrier is left half-arrived at exit.
 LogicalResult KernelBuilder::buildWarpSpecialized() {
-  ScheduleKind kind = sched.getKind();
-  bool persistent = kind != ScheduleKind::warp_specialized;
-  bool pingpong = kind == ScheduleKind::pingpong;
-  int64_t rowBlocksPerConsumer = pingpong ? BM / 64 : 1;
-  // Register budget: the producer keeps 40; the consumers share the rest of
-  // the 64K-register file, in multiples of 8, at most 232 (CUTLASS's split).
-  int64_t consumerRegs =
-      std::min<int64_t>(232, ((65536 / kThreadsPerWarpgroup - 40) / consumers) / 8 * 8);
+  // Register budgets, roles, row blocks: the plan's (tessel-warp-specialize,
+  // tessel-schedule-mma).
+  int64_t rowBlocksPerConsumer = rowBlocks;
+  int64_t consumerRegs = wsOp.getConsumerRegs();
   Value wg = b.create<arith::DivUIOp>(loc, tid, i32(kThreadsPerWarpgroup));
   Value inWg = b.create<arith::RemUIOp>(loc, tid, i32(kThreadsPerWarpgroup));
   Value isProducer = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, wg, i32(0));
@@ -1296,7 +1283,7 @@ LogicalResult KernelBuilder::buildWarpSpecialized() {
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(roleIf.thenBlock());
-    b.create<hopper::SetMaxNRegOp>(loc, /*increase=*/false, 40);
+    b.create<hopper::SetMaxNRegOp>(loc, /*increase=*/false, wsOp.getProducerRegs());
     Value elected = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, inWg, i32(0));
     auto one = b.create<scf::IfOp>(loc, TypeRange{}, elected, false);
     b.setInsertionPointToStart(one.thenBlock());
@@ -1338,7 +1325,8 @@ LogicalResult KernelBuilder::buildWarpSpecialized() {
     };
     // Rule W2: turn barriers 3 (consumer 0's) and 4 (consumer 1's).
     auto turn = [&](bool arrive, Value who) {
-      b.create<hopper::NamedBarrierOp>(loc, arrive, b.create<arith::AddIOp>(loc, who, i32(3)), 256);
+      b.create<hopper::NamedBarrierOp>(loc, arrive,
+                                       b.create<arith::AddIOp>(loc, who, i32(turnBarrierBase)), 256);
     };
     Value other = b.create<arith::SubIOp>(loc, i32(1), consumer);
     if (pingpong) {
@@ -1454,34 +1442,107 @@ LogicalResult KernelBuilder::buildWarpSpecialized() {
 LogicalResult KernelBuilder::buildGemm() {
   if (failed(setupGemm()))
     return failure();
-  switch (sched.getKind()) {
-  case ScheduleKind::tma:
-    return buildTmaSchedule();
-  case ScheduleKind::warp_specialized:
-  case ScheduleKind::cooperative:
-  case ScheduleKind::pingpong:
-    return buildWarpSpecialized();
-  case ScheduleKind::multistage:
+  // The plan's shape, not the schedule's name, picks the kernel's structure.
+  if (multistage)
     return buildMultistage();
-  default:
-    return fn.emitError() << "schedule '" << stringifyScheduleKind(sched.getKind())
-                          << "' is not implemented yet";
+  return inlineProducer ? buildTmaSchedule() : buildWarpSpecialized();
+}
+
+LogicalResult KernelBuilder::readPlan() {
+  auto need = [&](auto &op, StringRef pass) -> LogicalResult {
+    using OpT = std::remove_reference_t<decltype(op)>;
+    auto found = plan::require<OpT>(fn, pass);
+    if (failed(found))
+      return failure();
+    op = *found;
+    return success();
+  };
+  if (failed(need(schedulerOp, "tessel-materialize-tile-scheduler")) ||
+      failed(need(ringOp, "tessel-insert-async-copies")) ||
+      failed(need(mmaOp, "tessel-schedule-mma")) ||
+      failed(need(epilogueOp, "tessel-lower-epilogue")) ||
+      failed(need(resourcesOp, "tessel-allocate-resources")))
+    return failure();
+  multistage = ringOp.getCopy() == "cp.async";
+  if (!multistage && failed(need(wsOp, "tessel-warp-specialize")))
+    return failure();
+  for (auto [i, op] : llvm::enumerate(std::array<GemmOperand, 2>{gemm->a, gemm->b})) {
+    asyncLoads[i] = dyn_cast<hopper::AsyncLoadOp>(op.load);
+    if (!asyncLoads[i] || asyncLoads[i].getInto() != ringOp.getRing() ||
+        asyncLoads[i].getSlot() != static_cast<int64_t>(i))
+      return op.load->emitError() << "operand " << (i ? "B" : "A")
+                                  << " of the dot must be a hopper.async_load into slot " << i
+                                  << " of ring '" << ringOp.getRing()
+                                  << "': run tessel-insert-async-copies first";
   }
+  persistent = schedulerOp.getKind() == "persistent";
+  inlineProducer = wsOp && wsOp.getProducer() == "inline";
+  pingpong = wsOp && wsOp.getOrder() == "pingpong";
+  rowBlocks = mmaOp.getRowBlocks();
+  waitDepth = mmaOp.getWaitDepth();
+  if ((!multistage && mmaOp.getInstr() != "wgmma") || (multistage && mmaOp.getInstr() != "mma.sync"))
+    return mmaOp.emitError() << "a " << ringOp.getCopy() << " ring feeds "
+                             << (multistage ? "mma.sync" : "wgmma") << ", not " << mmaOp.getInstr();
+  // What the kernel uses of the resources.
+  DictionaryAttr offsets = resourcesOp.getOffsets();
+  auto offset = [&](StringRef name) -> FailureOr<int64_t> {
+    if (auto v = offsets.getAs<IntegerAttr>(name))
+      return v.getInt();
+    return resourcesOp.emitError() << "has no shared-memory offset '" << name << "'", failure();
+  };
+  auto a = offset("a"), bo = offset("b");
+  if (failed(a) || failed(bo))
+    return failure();
+  if (*a != 0)
+    return resourcesOp.emitError("the ring's A slots must start at offset 0");
+  bOff = *bo;
+  if (!multistage) {
+    auto staging = offset("staging"), full = offset("full"), empty = offset("empty");
+    auto arrivals = resourcesOp.getArrivals().getAs<IntegerAttr>("empty");
+    if (failed(staging) || failed(full) || failed(empty) || !arrivals)
+      return resourcesOp.emitError("needs the staging, full and empty offsets and the empty "
+                                   "barriers' arrivals of a TMA ring");
+    stagingOff = *staging;
+    fullBarOff = *full;
+    emptyBarOff = *empty;
+    emptyArrivals = arrivals.getInt();
+  }
+  DictionaryAttr ids = resourcesOp.getBarriers();
+  if (auto c = ids.getAs<DenseI64ArrayAttr>("consumer"); c && !c.empty())
+    consumerBarrierBase = c[0];
+  if (auto t = ids.getAs<DenseI64ArrayAttr>("turn"); t && !t.empty())
+    turnBarrierBase = t[0];
+  if (auto k = ids.getAs<DenseI64ArrayAttr>("stream_k"); k && !k.empty())
+    streamKBarrierId = k[0];
+  return success();
+}
+
+/// The path tessel-lower-epilogue chose for `store` ("" when none).
+StringRef KernelBuilder::storePath(StoreOp store) {
+  auto path = store->getAttrOfType<StringAttr>("hopper.store");
+  return path ? path.getValue() : StringRef();
 }
 
 LogicalResult KernelBuilder::build() {
   loc = fn.getLoc();
+  if (gemm && failed(readPlan()))
+    return failure();
   if (failed(buildSignature()))
     return failure();
   tid = b.create<NVVM::ThreadIdXOp>(loc, b.getI32Type());
   // Dynamic shared memory: one extern base, 1024-aligned (128B swizzle atoms).
   Value base = b.create<LLVM::AddressOfOp>(loc, LLVM::LLVMPointerType::get(ctx, 3), kSmemSymbol);
   smemBase32 = b.create<LLVM::PtrToIntOp>(loc, b.getI32Type(), base);
-  // Scalars of the prologue first, so that they dominate everything after.
+  // Scalars of the prologue first, so that they dominate everything after
+  // (the tile scheduler's program ids too, where they are first used).
   for (Operation &op : fn.getBody().front())
     if (op.getNumResults() == 1 && !isa<ShapedType>(op.getResult(0).getType()) &&
         op.getNumRegions() == 0 && failed(scalar(op.getResult(0))))
       return failure();
+  if (schedulerOp)
+    for (Value id : schedulerOp.getResults())
+      if (failed(scalar(id)))
+        return failure();
   LogicalResult r = gemm ? buildGemm() : buildElementwise();
   if (failed(r))
     return failure();

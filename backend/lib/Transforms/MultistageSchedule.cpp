@@ -180,7 +180,7 @@ LogicalResult KernelBuilder::msPlanOperand(MultistagePlan &p, MsOperand &o) {
   o.extent = o.isA ? BM : BN;
   // (SelectSchedule validated the attribute: getContiguousDim cannot fail.
   // In a rank-3 batch, tile dimension d is tensor dimension 1 + d.)
-  o.lead = o.op.load.getRef().getType().getRank() - 2;
+  o.lead = o.op.refType().getRank() - 2;
   o.kMajor = *getContiguousDim(fn, o.op.argIndex) - o.lead == o.kDim;
   o.cd = o.kMajor ? o.kDim : o.mnDim;
   o.od = 1 - o.cd;
@@ -265,8 +265,7 @@ LogicalResult KernelBuilder::msCopyChunks(const MultistagePlan &p, const MsOpera
   Type i64Ty = b.getI64Type(), i32Ty = b.getI32Type();
   // k offset of tile t, substituted for the induction variable in the offsets.
   Value kv = b.create<arith::AddIOp>(loc, lb, b.create<arith::MulIOp>(loc, t, step));
-  LoadOp load = o.op.load;
-  auto offOrFail = offsetScalars(load.getOffsets(), kv);
+  auto offOrFail = offsetScalars(o.op.offsets(), kv);
   if (failed(offOrFail))
     return failure();
   const RefParams &r = refs[o.op.argIndex];
@@ -605,15 +604,22 @@ LogicalResult KernelBuilder::msEpilogue(const MultistagePlan &p, Value acc) {
 
 LogicalResult KernelBuilder::buildMultistage() {
   MultistagePlan p;
-  p.warps = multistageWarps(BM, BN);
+  // The warp grid and warp tile of the plan (tessel-schedule-mma).
+  std::optional<ArrayRef<int64_t>> warps = mmaOp.getWarps();
+  std::optional<ArrayRef<int64_t>> warpTile = mmaOp.getWarpTile();
+  if (!warps || !warpTile || warps->size() != 2 || warpTile->size() != 2)
+    return mmaOp.emitError("an mma.sync schedule needs its warps and warp_tile");
+  p.warps = {(*warpTile)[0], (*warpTile)[1], (*warps)[0], (*warps)[1]};
   p.kSteps = BK / 16;
   if ((BK != 32 && BK != 64) || eltBytes != 2 || BM % p.warps.wm || BN % p.warps.wn ||
       stages < 2 || p.warps.count() > 8)
     return fn.emitError() << "schedule 'multistage' cannot build tile " << BM << "x" << BN << "x"
                           << BK << " with " << stages
                           << " stages (run tessel-select-schedule, which checks its rules)";
-  // setupGemm sized the kernel for the TMA schedules: no mbarriers here.
-  threads = p.warps.count() * 32;
+  // The plan's threads: one per lane of the warp grid (no mbarriers here).
+  if (threads != p.warps.count() * 32)
+    return resourcesOp.emitError() << "threads " << threads << " do not match the warp grid ("
+                                   << p.warps.count() << " warps)";
   kernel->setAttr("nvvm.reqntid", b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
   // Up to 4 warps: two CTAs per SM (their barriers and epilogues overlap
   // each other's mainloops); 8 warps: one, with the whole register file.
@@ -631,8 +637,7 @@ LogicalResult KernelBuilder::buildMultistage() {
   p.b.op = gemm->b;
   p.b.isA = false;
   p.a.base = 0;
-  p.b.base = stages * BM * BK * eltBytes;
-  smemBytes = stages * (BM + BN) * BK * eltBytes;
+  p.b.base = bOff;
   if (failed(msPlanOperand(p, p.a)) || failed(msPlanOperand(p, p.b)))
     return failure();
   // Copies of one tile are spread over the first kSteps - 1 k16 steps.

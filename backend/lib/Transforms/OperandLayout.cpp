@@ -83,8 +83,8 @@ FailureOr<OperandLayout> mlir::tessel::getOperandLayout(func::FuncOp fn, const G
   auto c = getContiguousDim(fn, op.argIndex);
   if (failed(c))
     return failure();
-  auto tileTy = cast<RankedTensorType>(op.load.getResult().getType());
-  int64_t lead = op.load.getRef().getType().getRank() - tileTy.getRank();
+  auto tileTy = op.tileType();
+  int64_t lead = op.refType().getRank() - tileTy.getRank();
   // L4.
   if (*c < lead)
     return dot.emitError() << "operand " << name << " (argument " << op.argIndex

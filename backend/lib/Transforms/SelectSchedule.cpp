@@ -58,6 +58,7 @@
 #include "tessel/Transforms/GemmMatch.h"
 #include "tessel/Transforms/OperandLayout.h"
 #include "tessel/Transforms/Passes.h"
+#include "tessel/Transforms/SharedMemory.h"
 
 namespace mlir::tessel {
 #define GEN_PASS_DEF_TESSELSELECTSCHEDULE
@@ -69,8 +70,6 @@ using namespace mlir::tessel;
 
 namespace {
 
-/// Hopper: 227 KiB of dynamic shared memory per CTA; keep 1 KiB for barriers.
-constexpr int64_t kSharedBytes = 227 * 1024 - 1024;
 constexpr int64_t kMaxStages = 4;
 
 struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSchedule> {
@@ -140,22 +139,22 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
     if (m.tileN % 8 != 0 || m.tileN > 256 || m.tileN < 8)
       return m.dot.emitError() << "BN must be a multiple of 8 in [8, 256], got " << m.tileN;
 
-    int64_t stageBytes = (m.tileM + m.tileN) * m.tileK * eltBytes;
-    // Warp-specialized schedules keep two 8 KiB staging chunks per consumer
-    // warpgroup for the TMA-store epilogue.
-    int64_t consumers = kind == ScheduleKind::pingpong ? 2 : m.tileM / 64;
-    int64_t staging = kind == ScheduleKind::tma ? 0 : consumers * 2 * 8192;
-    int64_t budget = kSharedBytes - staging;
-    int64_t fit = std::min(kMaxStages, budget / stageBytes);
+    // Rule 4, with the kernel's shared-memory map (SharedMemory.h; the
+    // warp-specialized schedules keep two 8 KiB staging chunks per consumer
+    // warpgroup for the TMA-store epilogue).
+    SmallVector<int64_t> tile = {m.tileM, m.tileN, m.tileK};
+    int64_t fit = std::min(kMaxStages, stagesThatFit(kind, tile, eltBytes));
     int64_t s = stages ? stages : fit;
     if (s < 2)
       return m.dot.emitError() << "schedule '" << stringifyScheduleKind(kind)
                                << "' needs at least 2 stages (a stage is released one k-step late), got "
                                << s << (stages ? "" : " (the tile is too large for two stages)");
-    if (s * stageBytes > budget)
-      return m.dot.emitError() << s << " stages of " << stageBytes
+    SharedMemoryMap smem = planSharedMemory(kind, tile, eltBytes, s);
+    if (!smem.fits())
+      return m.dot.emitError() << s << " stages of " << smem.stageBytes
                                << " bytes do not fit in shared memory (at most " << fit
-                               << (staging ? " beside the epilogue's staging buffers" : "") << ")";
+                               << (smem.stagingBytes ? " beside the epilogue's staging buffers" : "")
+                               << ")";
     // 5. Clusters: 1x1, 2x1 (pairs along program_id 0 share B) or 1x2 (along
     //    program_id 1, share A), for the persistent schedules, whose tile
     //    scheduler keeps the CTAs of a cluster on neighbouring tiles.
@@ -241,7 +240,7 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
       auto c = getContiguousDim(fn, op->argIndex);
       if (failed(c))
         return failure();
-      int64_t lead = op->load.getRef().getType().getRank() - 2;
+      int64_t lead = op->refType().getRank() - 2;
       if (*c - lead != kDim && extent != 32 && extent % 64 != 0)
         return err() << "loads an MN-major " << (isA ? "A" : "B") << " tile (" << kContiguousDimAttrName
                      << ") as rows of " << (isA ? "BM" : "BN")
@@ -249,15 +248,18 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
     }
     // M5. By default as many stages as fit, at most 4; for CTAs of up to 4
     // warps, as many as let two CTAs share an SM.
-    int64_t stageBytes = (m.tileM + m.tileN) * m.tileK * 2;
-    int64_t fit = kMultistageSharedBytes / stageBytes;
+    SmallVector<int64_t> tile = {m.tileM, m.tileN, m.tileK};
+    int64_t stageBytes = planSharedMemory(ScheduleKind::multistage, tile, 2, 1).stageBytes;
+    int64_t fit = stagesThatFit(ScheduleKind::multistage, tile, 2);
+    // Two CTAs per SM: each within half of the SM's 228 KiB, less 1 KiB the
+    // hardware reserves per CTA.
     int64_t fitTwo = (kMultistageSharedBytes / 2 - 1024) / stageBytes;
     int64_t s = stages ? stages
                        : std::min(kMaxStages, w.count() <= 4 && fitTwo >= 3 ? fitTwo : fit);
     if (s < 2)
       return err() << "needs at least 2 stages, got " << s
                    << (stages ? "" : " (the tile is too large for two stages)");
-    if (s * stageBytes > kMultistageSharedBytes)
+    if (!planSharedMemory(ScheduleKind::multistage, tile, 2, s).fits())
       return err() << "with " << s << " stages of " << stageBytes
                    << " bytes does not fit in 227 KiB of shared memory (at most " << fit
                    << " stages)";

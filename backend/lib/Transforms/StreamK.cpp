@@ -118,7 +118,6 @@ namespace {
 // The runtime allocates the workspace: flags first, then the slots. Must equal
 // CompiledKernel::kStreamKFlagBytes (a runtime header the passes do not see).
 constexpr int64_t kFlagBytes = 4 * 1024;
-constexpr int64_t kStreamKBarrier = 5; // cooperative: named barrier of all consumer threads
 } // namespace
 
 // Register pressure: the consumers' 128-register accumulators leave no room
@@ -258,8 +257,7 @@ Value KernelBuilder::streamKFlag(Value cta) {
 }
 
 int64_t KernelBuilder::streamKTileThreads() const {
-  return sched.getKind() == ScheduleKind::pingpong ? kThreadsPerWarpgroup
-                                                   : consumers * kThreadsPerWarpgroup;
+  return pingpong ? kThreadsPerWarpgroup : consumers * kThreadsPerWarpgroup;
 }
 
 Value KernelBuilder::streamKSlot(Value cta, Value u, int64_t q) {
@@ -276,9 +274,9 @@ Value KernelBuilder::streamKSlot(Value cta, Value u, int64_t q) {
 }
 
 void KernelBuilder::streamKBarrier(Value consumer) {
-  if (sched.getKind() == ScheduleKind::pingpong)
+  if (pingpong)
     return consumerBarrier(consumer);
-  ptx(("bar.sync " + std::to_string(kStreamKBarrier) + ", " +
+  ptx(("bar.sync " + std::to_string(streamKBarrierId) + ", " +
        std::to_string(consumers * kThreadsPerWarpgroup) + ";")
           .c_str(),
       "", {});

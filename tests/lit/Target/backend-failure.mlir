@@ -7,7 +7,7 @@
 // RUN: ls %t/failed-sine | FileCheck %s --check-prefix=FILES
 
 // CHECK: tessel: PTX generation failed (kernel 'sine'):
-// CHECK-NEXT: backend-failure.mlir:[[@LINE+16]]:3: error: LLVM's NVPTX backend failed: Cannot select: f32 = fsin{{$}}
+// CHECK-NEXT: backend-failure.mlir:[[@LINE+22]]:3: error: LLVM's NVPTX backend failed: Cannot select: f32 = fsin{{$}}
 // CHECK-NEXT: IR reproducer: {{.*}}failed-sine/{{$}}
 // CHECK-NOT: see current operation
 
@@ -15,10 +15,16 @@
 // REPRO: llvm.intr.sin
 
 // FILES: 01-tessel.mlir
-// FILES-NEXT: 02-scheduled.mlir
-// FILES-NEXT: 03-hopper.mlir
-// FILES-NEXT: 04-nvvm.mlir
-// FILES-NEXT: 05-llvm.mlir
+// FILES-NEXT: 02-select-schedule.mlir
+// FILES-NEXT: 03-materialize-tile-scheduler.mlir
+// FILES-NEXT: 04-insert-async-copies.mlir
+// FILES-NEXT: 05-warp-specialize.mlir
+// FILES-NEXT: 06-schedule-mma.mlir
+// FILES-NEXT: 07-lower-epilogue.mlir
+// FILES-NEXT: 08-allocate-resources.mlir
+// FILES-NEXT: 09-lower-to-nvvm.mlir
+// FILES-NEXT: 10-convert-hopper-to-nvvm.mlir
+// FILES-NEXT: 11-convert-to-llvm.mlir
 // FILES-NEXT: failing-step-input.mlir
 // FILES-EMPTY:
 

@@ -6,7 +6,7 @@
 // RUN: tessel-compile %inputs/batched_gemm_128x128.mlir --schedule tma --dump-dir %t/tma
 // RUN: FileCheck %s --input-file=%t/tma/gemm.ptx
 // RUN: FileCheck %s --check-prefix=LOG --input-file=%t/tma/ptxas.log
-// RUN: FileCheck %s --check-prefix=PARAMS --input-file=%t/tma/04-nvvm.mlir
+// RUN: FileCheck %s --check-prefix=PARAMS --input-file=%t/tma/10-convert-hopper-to-nvvm.mlir
 // RUN: tessel-compile %inputs/batched_gemm_128x128.mlir --schedule cooperative --dump-dir %t/coop
 // RUN: FileCheck %s --check-prefixes=CHECK --input-file=%t/coop/gemm.ptx
 // RUN: FileCheck %s --check-prefix=LOG --input-file=%t/coop/ptxas.log

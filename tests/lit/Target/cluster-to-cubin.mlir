@@ -4,7 +4,7 @@
 // RUN: FileCheck %s --check-prefixes=CHECK,B --input-file=%t/c21/gemm.ptx
 // RUN: FileCheck %s --check-prefix=LOG --input-file=%t/c21/ptxas.log
 // RUN: FileCheck %s --check-prefix=NOREL --input-file=%t/c21/gemm.ptx
-// RUN: FileCheck %s --check-prefix=SCHED --input-file=%t/c21/02-scheduled.mlir
+// RUN: FileCheck %s --check-prefix=SCHED --input-file=%t/c21/02-select-schedule.mlir
 // RUN: tessel-compile %inputs/gemm_128x128.mlir --schedule pingpong --cluster 1x2 --dump-dir %t/p12
 // RUN: FileCheck %s --input-file=%t/p12/gemm.ptx
 // RUN: FileCheck %s --check-prefix=LOG --input-file=%t/p12/ptxas.log

@@ -28,12 +28,12 @@
 // LOG-NOT: C7515
 
 // FILES: 01-tessel.mlir
-// FILES: 02-scheduled.mlir
-// FILES: 04-nvvm.mlir
-// FILES: 05-llvm.mlir
-// FILES: 06-kernel.ll
-// FILES: 07-kernel.opt.ll
-// FILES: 08-kernel.ptx
+// FILES: 02-select-schedule.mlir
+// FILES: 10-convert-hopper-to-nvvm.mlir
+// FILES: 11-convert-to-llvm.mlir
+// FILES: 12-kernel.ll
+// FILES: 13-kernel.opt.ll
+// FILES: 14-kernel.ptx
 // FILES: gemm.cubin
 // FILES: gemm.ptx
 // FILES: ptxas.log

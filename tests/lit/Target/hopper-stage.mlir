@@ -3,8 +3,8 @@
 // budget, its ring waits and TMA loads; the consumers' budget, the turn barriers that order
 // their mainloops, the full-barrier waits, the stmatrix + TMA-store epilogue.
 // RUN: rm -rf %t && tessel-compile %inputs/gemm_128x128.mlir --schedule pingpong --dump-dir %t
-// RUN: FileCheck %s --input-file=%t/03-hopper.mlir
-// RUN: FileCheck %s --check-prefix=NVVM --input-file=%t/04-nvvm.mlir
+// RUN: FileCheck %s --input-file=%t/09-lower-to-nvvm.mlir
+// RUN: FileCheck %s --check-prefix=NVVM --input-file=%t/10-convert-hopper-to-nvvm.mlir
 
 // CHECK: hopper.mbarrier.init
 // CHECK: hopper.fence.mbarrier_init

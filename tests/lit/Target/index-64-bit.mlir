@@ -6,7 +6,7 @@
 // RUN: rm -rf %t && tessel-compile %inputs/elementwise_math.mlir --dump-dir %t
 // RUN: FileCheck %s --input-file=%t/elementwise_math.ptx
 // RUN: rm -rf %t.ms && tessel-compile %inputs/gemm_128x128.mlir --schedule multistage --stages 3 --dump-dir %t.ms
-// RUN: FileCheck %s --check-prefix=GEMM --input-file=%t.ms/05-llvm.mlir
+// RUN: FileCheck %s --check-prefix=GEMM --input-file=%t.ms/11-convert-to-llvm.mlir
 
 // X[i] load: the stride of X is parameter 2.
 // CHECK: ld.param.b64 [[STRIDE:%rd[0-9]+]], [elementwise_math_param_2];

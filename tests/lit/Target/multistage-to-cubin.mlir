@@ -11,7 +11,7 @@
 // RUN: tessel-compile %inputs/gemm_128x128x32_f16.mlir --schedule multistage --stages 3 --dump-dir %t/f16
 // RUN: FileCheck %s --check-prefixes=CHECK,F16 --implicit-check-not=mbarrier --implicit-check-not=cp.async.bulk --implicit-check-not=wgmma --implicit-check-not=.trans --input-file=%t/f16/gemm.ptx
 // RUN: FileCheck %s --check-prefix=LOG --input-file=%t/f16/ptxas.log
-// RUN: FileCheck %s --check-prefix=SCHED --input-file=%t/f16/02-scheduled.mlir
+// RUN: FileCheck %s --check-prefix=SCHED --input-file=%t/f16/02-select-schedule.mlir
 
 // SCHED: #tessel.schedule<kind = multistage, tile = [128, 128, 32], stages = 3, warpgroups = 1, swizzle = 64>
 
@@ -49,12 +49,12 @@
 // LOG: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 
 // FILES: 01-tessel.mlir
-// FILES: 02-scheduled.mlir
-// FILES: 04-nvvm.mlir
-// FILES: 05-llvm.mlir
-// FILES: 06-kernel.ll
-// FILES: 07-kernel.opt.ll
-// FILES: 08-kernel.ptx
+// FILES: 02-select-schedule.mlir
+// FILES: 10-convert-hopper-to-nvvm.mlir
+// FILES: 11-convert-to-llvm.mlir
+// FILES: 12-kernel.ll
+// FILES: 13-kernel.opt.ll
+// FILES: 14-kernel.ptx
 // FILES: gemm.cubin
 // FILES: gemm.ptx
 // FILES: ptxas.log

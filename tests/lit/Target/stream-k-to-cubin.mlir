@@ -9,13 +9,13 @@
 // RUN: FileCheck %s --input-file=%t/auto/gemm.ptx
 // RUN: tessel-compile %inputs/gemm_128x256.mlir --schedule cooperative --decomposition data-parallel --dump-dir %t/dp
 // RUN: FileCheck %s --check-prefix=DP --input-file=%t/dp/gemm.ptx
-// RUN: FileCheck %s --check-prefix=SCHED --input-file=%t/sk/02-scheduled.mlir
+// RUN: FileCheck %s --check-prefix=SCHED --input-file=%t/sk/02-select-schedule.mlir
 // Pingpong takes stream-K by default too; a tile's 128 consumer threads sync on
 // their own barrier (1 + consumer) instead of barrier 5.
 // RUN: tessel-compile %inputs/gemm_128x128.mlir --schedule pingpong --dump-dir %t/pp
 // RUN: FileCheck %s --check-prefix=PP --input-file=%t/pp/gemm.ptx
 // RUN: FileCheck %s --check-prefix=LOG --input-file=%t/pp/ptxas.log
-// RUN: FileCheck %s --check-prefix=SCHED --input-file=%t/pp/02-scheduled.mlir
+// RUN: FileCheck %s --check-prefix=SCHED --input-file=%t/pp/02-select-schedule.mlir
 // RUN: tessel-compile %inputs/gemm_128x128.mlir --schedule pingpong --decomposition data-parallel --dump-dir %t/ppdp
 // RUN: FileCheck %s --check-prefix=DP --input-file=%t/ppdp/gemm.ptx
 

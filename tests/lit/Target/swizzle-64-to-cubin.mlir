@@ -6,12 +6,12 @@
 // serialised wgmma (C7514) or ignored setmaxnreg (C7508).
 // RUN: rm -rf %t
 // RUN: tessel-compile %inputs/gemm_128x128.mlir --schedule cooperative --swizzle 64 --dump-dir %t/k
-// RUN: FileCheck %s --check-prefix=K --input-file=%t/k/04-nvvm.mlir
+// RUN: FileCheck %s --check-prefix=K --input-file=%t/k/10-convert-hopper-to-nvvm.mlir
 // RUN: FileCheck %s --check-prefix=K-PTX --input-file=%t/k/gemm.ptx
 // RUN: FileCheck %s --check-prefix=LOG --input-file=%t/k/ptxas.log
 // RUN: test -s %t/k/gemm.cubin
 // RUN: tessel-compile %inputs/gemm_mn_major.mlir --schedule pingpong --swizzle 64 --dump-dir %t/mn
-// RUN: FileCheck %s --check-prefix=MN --input-file=%t/mn/04-nvvm.mlir
+// RUN: FileCheck %s --check-prefix=MN --input-file=%t/mn/10-convert-hopper-to-nvvm.mlir
 // RUN: FileCheck %s --check-prefix=MN-PTX --input-file=%t/mn/gemm.ptx
 // RUN: FileCheck %s --check-prefix=LOG --input-file=%t/mn/ptxas.log
 // RUN: test -s %t/mn/gemm.cubin

@@ -8,7 +8,7 @@
 // RUN: FileCheck %s --check-prefix=LOG --input-file=%t/coop/ptxas.log
 // The raster group (options::raster_group) reaches the schedule and changes the tile order.
 // RUN: tessel-compile %inputs/gemm_128x256.mlir --schedule cooperative --raster-group 16 --dump-dir %t/r16
-// RUN: FileCheck %s --check-prefix=RASTER --input-file=%t/r16/02-scheduled.mlir
+// RUN: FileCheck %s --check-prefix=RASTER --input-file=%t/r16/02-select-schedule.mlir
 // RUN: not diff -q %t/coop/gemm.ptx %t/r16/gemm.ptx
 // RUN: tessel-compile %inputs/gemm_128x128.mlir --schedule pingpong --dump-dir %t/pingpong
 // RUN: FileCheck %s --check-prefixes=CHECK,PERSISTENT,PINGPONG --input-file=%t/pingpong/gemm.ptx

@@ -7,35 +7,35 @@
 // (layout col for an M-major A, row for an N-major B).
 //
 // K-major A and B (gemm_128x128: A 128 x 64, B 128 x 64 transposed).
-// RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=tma swizzle=128" --tessel-lower-to-nvvm -o %t.K128
+// RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=tma swizzle=128" --tessel-plan-pipeline --tessel-lower-to-nvvm -o %t.K128
 // RUN: FileCheck %s --check-prefix=K128 --input-file=%t.K128
 // RUN: grep -c hopper.tma.load %t.K128 | FileCheck %s --check-prefix=K128-COPIES
-// RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=tma swizzle=64" --tessel-lower-to-nvvm -o %t.K64
+// RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=tma swizzle=64" --tessel-plan-pipeline --tessel-lower-to-nvvm -o %t.K64
 // RUN: FileCheck %s --check-prefix=K64 --input-file=%t.K64
 // RUN: grep -c hopper.tma.load %t.K64 | FileCheck %s --check-prefix=K64-COPIES
-// RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=tma swizzle=32" --tessel-lower-to-nvvm -o %t.K32
+// RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=tma swizzle=32" --tessel-plan-pipeline --tessel-lower-to-nvvm -o %t.K32
 // RUN: FileCheck %s --check-prefix=K32 --input-file=%t.K32
 // RUN: grep -c hopper.tma.load %t.K32 | FileCheck %s --check-prefix=K32-COPIES
-// RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=tma swizzle=-1" --tessel-lower-to-nvvm -o %t.KNONE
+// RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=tma swizzle=-1" --tessel-plan-pipeline --tessel-lower-to-nvvm -o %t.KNONE
 // RUN: FileCheck %s --check-prefix=KNONE --input-file=%t.KNONE
 // RUN: grep -c hopper.tma.load %t.KNONE | FileCheck %s --check-prefix=KNONE-COPIES
 //
 // MN-major A (tessel.contiguous_dim = 0) and B (loaded K x N, no transpose).
-// RUN: tessel-opt %inputs/gemm_mn_major.mlir --tessel-select-schedule="schedule=tma" --tessel-lower-to-nvvm -o %t.MN128
+// RUN: tessel-opt %inputs/gemm_mn_major.mlir --tessel-select-schedule="schedule=tma" --tessel-plan-pipeline --tessel-lower-to-nvvm -o %t.MN128
 // RUN: FileCheck %s --check-prefix=MN128 --input-file=%t.MN128
 // RUN: grep -c hopper.tma.load %t.MN128 | FileCheck %s --check-prefix=MN128-COPIES
-// RUN: tessel-opt %inputs/gemm_mn_major.mlir --tessel-select-schedule="schedule=tma swizzle=64" --tessel-lower-to-nvvm -o %t.MN64
+// RUN: tessel-opt %inputs/gemm_mn_major.mlir --tessel-select-schedule="schedule=tma swizzle=64" --tessel-plan-pipeline --tessel-lower-to-nvvm -o %t.MN64
 // RUN: FileCheck %s --check-prefix=MN64 --input-file=%t.MN64
 // RUN: grep -c hopper.tma.load %t.MN64 | FileCheck %s --check-prefix=MN64-COPIES
-// RUN: tessel-opt %inputs/gemm_mn_major.mlir --tessel-select-schedule="schedule=tma swizzle=32" --tessel-lower-to-nvvm -o %t.MN32
+// RUN: tessel-opt %inputs/gemm_mn_major.mlir --tessel-select-schedule="schedule=tma swizzle=32" --tessel-plan-pipeline --tessel-lower-to-nvvm -o %t.MN32
 // RUN: FileCheck %s --check-prefix=MN32 --input-file=%t.MN32
 // RUN: grep -c hopper.tma.load %t.MN32 | FileCheck %s --check-prefix=MN32-COPIES
-// RUN: tessel-opt %inputs/gemm_mn_major.mlir --tessel-select-schedule="schedule=tma swizzle=-1" --tessel-lower-to-nvvm -o %t.MNNONE
+// RUN: tessel-opt %inputs/gemm_mn_major.mlir --tessel-select-schedule="schedule=tma swizzle=-1" --tessel-plan-pipeline --tessel-lower-to-nvvm -o %t.MNNONE
 // RUN: FileCheck %s --check-prefix=MNNONE --input-file=%t.MNNONE
 // RUN: grep -c hopper.tma.load %t.MNNONE | FileCheck %s --check-prefix=MNNONE-COPIES
 //
 // M-major A from a transposed K x M load, N-major B through contiguous_dim = 0.
-// RUN: tessel-opt %inputs/gemm_a_transposed.mlir --tessel-select-schedule="schedule=cooperative" --tessel-lower-to-nvvm -o %t.AT
+// RUN: tessel-opt %inputs/gemm_a_transposed.mlir --tessel-select-schedule="schedule=cooperative" --tessel-plan-pipeline --tessel-lower-to-nvvm -o %t.AT
 // RUN: FileCheck %s --check-prefix=AT --input-file=%t.AT
 
 // K128: tessel.params = [{{.*}}"tma:0:64x128:128", "tma:1:64x128:128"

@@ -1,7 +1,7 @@
-// RUN: tessel-opt %inputs/gemm_128x256.mlir -tessel-select-schedule -tessel-lower-to-nvvm | FileCheck %s
+// RUN: tessel-opt %inputs/gemm_128x256.mlir -tessel-select-schedule -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s
 // RUN: tessel-opt %s -tessel-lower-to-nvvm | FileCheck %s --check-prefix=EW
-// RUN: tessel-opt %inputs/gemm_128x256.mlir -tessel-select-schedule -tessel-lower-to-nvvm=bounded-waits=true | FileCheck %s --check-prefix=BOUNDED
-// RUN: tessel-opt %inputs/gemm_128x256.mlir -tessel-select-schedule -tessel-lower-to-nvvm=bounded-waits=true -tessel-convert-hopper-to-nvvm | FileCheck %s --check-prefix=DEBUG
+// RUN: tessel-opt %inputs/gemm_128x256.mlir -tessel-select-schedule -tessel-plan-pipeline -tessel-lower-to-nvvm=bounded-waits=true | FileCheck %s --check-prefix=BOUNDED
+// RUN: tessel-opt %inputs/gemm_128x256.mlir -tessel-select-schedule -tessel-plan-pipeline -tessel-lower-to-nvvm=bounded-waits=true -tessel-convert-hopper-to-nvvm | FileCheck %s --check-prefix=DEBUG
 
 // The tma schedule: one extern dynamic shared base, TMA descriptors as byval
 // grid_constant params, a parity-waited mbarrier ring (hopper ops), wgmma from

@@ -155,10 +155,10 @@ TEST_F(DiskCacheJit, GemmAndItsLaunchTimeVariantHitInANewProcessAndStillDump) {
   EXPECT_THAT(warm, Not(HasSubstr("tessel: compiled")));
   EXPECT_THAT(warm, Not(HasSubstr("tessel: running ")));
   // Dumps are written on a hit too, the variant's in its folder.
-  for (const char* f : {"01-tessel.mlir", "02-scheduled.mlir", "03-hopper.mlir", "08-kernel.ptx", "ptxas.log",
-                        "examples_gemm_128_128_64.cubin", "variant-multistage/02-scheduled.mlir"})
+  for (const char* f : {"01-tessel.mlir", "02-select-schedule.mlir", "09-lower-to-nvvm.mlir", "14-kernel.ptx", "ptxas.log",
+                        "examples_gemm_128_128_64.cubin", "variant-multistage/02-select-schedule.mlir"})
     EXPECT_TRUE(fs::exists(dump / f)) << f;
-  EXPECT_THAT(readAll((dump / "variant-multistage" / "02-scheduled.mlir").string()),
+  EXPECT_THAT(readAll((dump / "variant-multistage" / "02-select-schedule.mlir").string()),
               HasSubstr("#tessel.schedule<kind = multistage"));
   EXPECT_EQ(validEntries(), 2u);
   std::printf("measured (this machine): ts::jit of the tma 128x128 bf16 GEMM: cold %.1f ms; disk-cache hit in a "

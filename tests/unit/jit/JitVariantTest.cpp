@@ -92,10 +92,10 @@ TEST_F(JitVariants, MisalignedOperandCompilesTheMultistageVariantOnceWithANote) 
                              "address); launching the schedule multistage variant instead"));
   // What stopped the launch afterwards is the missing GPU (or the fake address), not the rule.
   EXPECT_THAT(error, Not(HasSubstr("16-byte aligned")));
-  std::string scheduled = slurp(dir / "variant-multistage" / "02-scheduled.mlir");
+  std::string scheduled = slurp(dir / "variant-multistage" / "02-select-schedule.mlir");
   EXPECT_THAT(scheduled, HasSubstr("#tessel.schedule<kind = multistage"));
-  EXPECT_TRUE(fs::exists(dir / "variant-multistage" / "08-kernel.ptx"));
-  EXPECT_THAT(slurp(dir / "02-scheduled.mlir"), HasSubstr("kind = tma"));  // the eager kernel's dump
+  EXPECT_TRUE(fs::exists(dir / "variant-multistage" / "14-kernel.ptx"));
+  EXPECT_THAT(slurp(dir / "02-select-schedule.mlir"), HasSubstr("kind = tma"));  // the eager kernel's dump
 
   // Once per kernel and reason; the variant is not compiled again (its dump is not rewritten).
   fs::remove_all(dir / "variant-multistage");
@@ -114,9 +114,9 @@ TEST_F(JitVariants, CachedKernelsDumpVariantsWhereTheirCallerAsked) {
   ts::kernel second = jitTo(dir / "second");
   ts::kernel again = jitTo(dir / "second");  // a cache hit: dumps its stages again
   launch(second, A(0x7f0000100002), B(), C());
-  EXPECT_TRUE(fs::exists(dir / "second" / "variant-multistage" / "02-scheduled.mlir"));
+  EXPECT_TRUE(fs::exists(dir / "second" / "variant-multistage" / "02-select-schedule.mlir"));
   EXPECT_FALSE(fs::exists(dir / "first" / "variant-multistage"));
-  EXPECT_TRUE(fs::exists(dir / "first" / "02-scheduled.mlir"));
+  EXPECT_TRUE(fs::exists(dir / "first" / "02-select-schedule.mlir"));
 }
 
 TEST_F(JitVariants, FallbackDropsTheTmaSwizzle) {
@@ -126,7 +126,7 @@ TEST_F(JitVariants, FallbackDropsTheTmaSwizzle) {
   std::string err = launch(k, A(0x7f0000100002), B(), C(), &error);
   EXPECT_THAT(err, HasSubstr("launching the schedule multistage variant instead"));
   EXPECT_THAT(error, Not(HasSubstr("fallback to schedule multistage failed")));
-  EXPECT_THAT(slurp(dir / "variant-multistage" / "02-scheduled.mlir"), HasSubstr("#tessel.schedule<kind = multistage"));
+  EXPECT_THAT(slurp(dir / "variant-multistage" / "02-select-schedule.mlir"), HasSubstr("#tessel.schedule<kind = multistage"));
 }
 
 TEST_F(JitVariants, OddLeadingDimensionFallsBackForWarpSpecialized) {
@@ -135,7 +135,7 @@ TEST_F(JitVariants, OddLeadingDimensionFallsBackForWarpSpecialized) {
                            ts::view<ts::bf16>(fake(0x7f0000200000), {N, K - 1}, {K - 1, 1}), C());
   EXPECT_THAT(err, HasSubstr("(schedule warp_specialized) argument 0: stride of dimension 0 is 511 elements = "
                              "1022 bytes, not a multiple of 16 bytes"));
-  EXPECT_TRUE(fs::exists(dir / "variant-multistage" / "02-scheduled.mlir"));
+  EXPECT_TRUE(fs::exists(dir / "variant-multistage" / "02-select-schedule.mlir"));
 }
 
 TEST_F(JitVariants, ColumnMajorOperandGetsALayoutVariant) {

@@ -160,8 +160,8 @@ TEST(DumpDir, OneSubfolderPerKernelAndOptions) {
                                                        "examples_gemm_128_128_64.pingpong.s3.c2x1",
                                                        "examples_gemm_bias_relu_128_128_64.cooperative.data-parallel"));
   for (const std::string& f : folders) {
-    EXPECT_TRUE(fs::exists(dir / f / "02-scheduled.mlir")) << f;
-    EXPECT_TRUE(fs::exists(dir / f / "08-kernel.ptx")) << f;
+    EXPECT_TRUE(fs::exists(dir / f / "02-select-schedule.mlir")) << f;
+    EXPECT_TRUE(fs::exists(dir / f / "14-kernel.ptx")) << f;
   }
   fs::remove_all(dir);
 }

@@ -95,7 +95,7 @@ TEST_F(BackendFailure, UnselectableOpIsAnErrorWithLocationAndReproducer) {
             "IR reproducer: " + (dir / "failed-sine").string() + "/\n");
   // The reproducer: every stage so far and the failing step's input, with locations.
   EXPECT_TRUE(fs::exists(dir / "failed-sine" / "01-tessel.mlir"));
-  EXPECT_TRUE(fs::exists(dir / "failed-sine" / "05-llvm.mlir"));
+  EXPECT_TRUE(fs::exists(dir / "failed-sine" / "11-convert-to-llvm.mlir"));
   std::string input = slurp(dir / "failed-sine" / "failing-step-input.mlir");
   EXPECT_THAT(input, HasSubstr("llvm.intr.sin"));
   EXPECT_THAT(input, HasSubstr("user_kernel.cpp"));

@@ -123,10 +123,13 @@ TEST(WriteStages, WritesEveryStagePtxCubinAndLog) {
   runtime::writeStages(dir, k);
 
   EXPECT_THAT(listDir(dir),
-              UnorderedElementsAre("01-tessel.mlir", "02-scheduled.mlir", "03-hopper.mlir", "04-nvvm.mlir", "05-llvm.mlir",
-                                   "06-kernel.ll", "07-kernel.opt.ll", "sub_dir.txt", "gemm.ptx", "gemm.cubin", "ptxas.log"));
+              UnorderedElementsAre("01-tessel.mlir", "02-select-schedule.mlir",
+                                   "03-materialize-tile-scheduler.mlir", "04-insert-async-copies.mlir",
+                                   "05-warp-specialize.mlir", "06-schedule-mma.mlir", "07-lower-epilogue.mlir",
+                                   "08-allocate-resources.mlir", "09-lower-to-nvvm.mlir", "10-convert-hopper-to-nvvm.mlir", "11-convert-to-llvm.mlir",
+                                   "12-kernel.ll", "13-kernel.opt.ll", "sub_dir.txt", "gemm.ptx", "gemm.cubin", "ptxas.log"));
   EXPECT_EQ(readAll(dir + "/01-tessel.mlir"), "tessel ir");
-  EXPECT_EQ(readAll(dir + "/06-kernel.ll"), "llvm ir");
+  EXPECT_EQ(readAll(dir + "/12-kernel.ll"), "llvm ir");
   EXPECT_EQ(readAll(dir + "/sub_dir.txt"), "slash");
   EXPECT_EQ(readAll(dir + "/gemm.ptx"), k.ptx);
   EXPECT_EQ(readAll(dir + "/gemm.cubin"), k.cubin);

@@ -31,22 +31,30 @@ TEST(StageText, NamedStagesMapToCompiledKernelFields) {
 TEST(StageText, ExactlyTheDocumentedNames) {
   auto k = runtime::makeKernel(gemmKernel());
   EXPECT_EQ(detail::stage_text(*k, "tessel"), "tessel ir");
-  EXPECT_EQ(detail::stage_text(*k, "scheduled"), "scheduled ir");
-  EXPECT_EQ(detail::stage_text(*k, "hopper"), "hopper ir");
-  EXPECT_EQ(detail::stage_text(*k, "nvvm"), "nvvm ir");
-  EXPECT_EQ(detail::stage_text(*k, "llvm"), "llvm dialect");
+  EXPECT_EQ(detail::stage_text(*k, "select-schedule"), "scheduled ir");
+  EXPECT_EQ(detail::stage_text(*k, "materialize-tile-scheduler"), "tile scheduler");
+  EXPECT_EQ(detail::stage_text(*k, "insert-async-copies"), "async copies");
+  EXPECT_EQ(detail::stage_text(*k, "warp-specialize"), "roles");
+  EXPECT_EQ(detail::stage_text(*k, "schedule-mma"), "mma schedule");
+  EXPECT_EQ(detail::stage_text(*k, "lower-epilogue"), "epilogue");
+  EXPECT_EQ(detail::stage_text(*k, "allocate-resources"), "resources");
+  EXPECT_EQ(detail::stage_text(*k, "lower-to-nvvm"), "hopper ir");
+  EXPECT_EQ(detail::stage_text(*k, "convert-hopper-to-nvvm"), "nvvm ir");
+  EXPECT_EQ(detail::stage_text(*k, "convert-to-llvm"), "llvm dialect");
   EXPECT_EQ(detail::stage_text(*k, "ll"), "llvm ir");
   EXPECT_EQ(detail::stage_text(*k, "opt.ll"), "optimized llvm ir");
-  EXPECT_EQ(detail::stage_text(*k, "06-kernel.ll"), "llvm ir");  // a dump file's name
+  EXPECT_EQ(detail::stage_text(*k, "12-kernel.ll"), "llvm ir");  // a dump file's name
 }
 
 TEST(StageText, UnknownStageListsTheDocumentedOnes) {
   auto k = runtime::makeKernel(gemmKernel());
-  for (const char* bad : {"sched", "hop", "LLVM", "03-llvm.mlir"})
+  for (const char* bad : {"sched", "scheduled", "hopper", "nvvm", "llvm", "LLVM", "03-llvm.mlir"})
     EXPECT_THAT([&] { detail::stage_text(*k, bad); },
                 ThrowsMessage<tessel::error>(::testing::StrEq(
                     std::string("tessel: kernel 'gemm' has no stage '") + bad +
-                    "'; stages: tessel, scheduled, hopper, nvvm, llvm, ll, opt.ll, ptx, ptxas.log, cubin, sass (or a "
+                    "'; stages: tessel, select-schedule, materialize-tile-scheduler, insert-async-copies, "
+                    "warp-specialize, schedule-mma, lower-epilogue, allocate-resources, lower-to-nvvm, "
+                    "convert-hopper-to-nvvm, convert-to-llvm, ll, opt.ll, ptx, ptxas.log, cubin, sass (or a "
                     "dump file's name)")));
   // No cubin (ptxas was missing): neither cubin nor sass.
   EXPECT_THAT([&] { detail::stage_text(*k, "sass"); },

@@ -40,12 +40,18 @@ inline CompiledKernel gemmKernel() {
   k.ptx = "// not assembled in these tests\n";
   k.ptxasLog = "ptxas info    : Used 90 registers\n";
   k.stages = {{"01-tessel.mlir", "tessel ir"},
-              {"02-scheduled.mlir", "scheduled ir"},
-              {"03-hopper.mlir", "hopper ir"},
-              {"04-nvvm.mlir", "nvvm ir"},
-              {"05-llvm.mlir", "llvm dialect"},
-              {"06-kernel.ll", "llvm ir"},
-              {"07-kernel.opt.ll", "optimized llvm ir"}};
+              {"02-select-schedule.mlir", "scheduled ir"},
+              {"03-materialize-tile-scheduler.mlir", "tile scheduler"},
+              {"04-insert-async-copies.mlir", "async copies"},
+              {"05-warp-specialize.mlir", "roles"},
+              {"06-schedule-mma.mlir", "mma schedule"},
+              {"07-lower-epilogue.mlir", "epilogue"},
+              {"08-allocate-resources.mlir", "resources"},
+              {"09-lower-to-nvvm.mlir", "hopper ir"},
+              {"10-convert-hopper-to-nvvm.mlir", "nvvm ir"},
+              {"11-convert-to-llvm.mlir", "llvm dialect"},
+              {"12-kernel.ll", "llvm ir"},
+              {"13-kernel.opt.ll", "optimized llvm ir"}};
   return k;
 }
 

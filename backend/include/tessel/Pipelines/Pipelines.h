@@ -1,10 +1,20 @@
 //===- Pipelines.h - tessel's pass pipeline and compile driver -----*- C++ -*-===//
 //
-//   traced tessel IR
-//     --tessel-select-schedule      #tessel.schedule on GEMM kernels
-//     --tessel-lower-to-nvvm        llvm.func kernels in nvvm/llvm/scf/arith
-//     --convert-scf-to-cf, --convert-to-llvm, --reconcile-unrealized-casts, cse
-//   LLVM dialect --translate--> LLVM IR --O3, NVPTX--> PTX --ptxas--> cubin
+// The JIT's steps, one dumped stage each (docs/pipeline.md):
+//
+//   01-tessel.mlir                      the traced program
+//   02-select-schedule.mlir             canonicalize, cse, --tessel-select-schedule
+//   03-materialize-tile-scheduler.mlir  --tessel-materialize-tile-scheduler
+//   04-insert-async-copies.mlir         --tessel-insert-async-copies
+//   05-warp-specialize.mlir             --tessel-warp-specialize
+//   06-schedule-mma.mlir                --tessel-schedule-mma
+//   07-lower-epilogue.mlir              --tessel-lower-epilogue
+//   08-allocate-resources.mlir          --tessel-allocate-resources
+//   09-lower-to-nvvm.mlir               --tessel-lower-to-nvvm, --tessel-legalize-math,
+//                                       --tessel-verify-rings
+//   10-convert-hopper-to-nvvm.mlir      --tessel-convert-hopper-to-nvvm
+//   11-convert-to-llvm.mlir             scf-to-cf, convert-to-llvm, reconcile casts, cse
+//   12-kernel.ll, 13-kernel.opt.ll, 14-kernel.ptx   LLVM IR, O3, NVPTX; then ptxas
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSEL_PIPELINES_PIPELINES_H
@@ -12,6 +22,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 
 #include "tessel/Runtime/CompiledKernel.h"
@@ -34,15 +45,25 @@ struct PipelineOptions {
   bool boundedWaits = false;  ///< TESSEL_DEBUG: mbarrier waits time out and report
 };
 
-/// tessel IR -> scheduled tessel IR (stage "scheduled").
+/// tessel IR -> scheduled tessel IR (stage "select-schedule").
 void buildSchedulePipeline(mlir::OpPassManager &pm, const PipelineOptions &o);
-/// scheduled tessel IR -> kernels in nvvm/llvm and hopper ops (stage "hopper").
+/// One step of the plan: its stage's name and the pass that writes it.
+struct PlanStep {
+  const char *stage;  ///< "materialize-tile-scheduler", ... (the pass without "tessel-")
+  std::unique_ptr<mlir::Pass> (*create)();
+};
+/// The schedule's decisions, one pass each, in order (stages 03-08).
+const std::vector<PlanStep> &planSteps();
+/// The six plan passes: scheduled tessel IR -> its plan (stage "allocate-resources").
+void buildPlanPipeline(mlir::OpPassManager &pm);
+/// The planned kernel -> kernels in hopper/nvvm/llvm ops (stage "lower-to-nvvm").
 void buildKernelPipeline(mlir::OpPassManager &pm, const PipelineOptions &o);
-/// tessel-convert-hopper-to-nvvm: the hopper ops to inline PTX (stage "nvvm").
+/// tessel-convert-hopper-to-nvvm: the hopper ops to inline PTX (stage
+/// "convert-hopper-to-nvvm").
 void buildHopperToNVVMPipeline(mlir::OpPassManager &pm);
-/// nvvm kernels -> LLVM dialect only (stage "llvm").
+/// nvvm kernels -> LLVM dialect only (stage "convert-to-llvm").
 void buildToLLVMPipeline(mlir::OpPassManager &pm);
-/// All four, in order (`tessel-opt --tessel-pipeline`).
+/// All of them, in order (`tessel-opt --tessel-pipeline`).
 void buildTesselPipeline(mlir::OpPassManager &pm, const PipelineOptions &o);
 
 /// Compiles a traced module (one kernel) all the way to cubin, recording every

@@ -25,9 +25,17 @@ namespace mlir::tessel {
 
 /// One operand of the mainloop's dot: a tile loaded from a global tensor.
 struct GemmOperand {
-  LoadOp load;            ///< the tessel.load inside the loop
+  /// The load inside the loop: tessel.load, or hopper.async_load once
+  /// tessel-insert-async-copies put it on a ring.
+  Operation *load;
   bool transposed;        ///< the dot sees tessel.trans(load)
   unsigned argIndex;      ///< which kernel argument is loaded
+
+  Value ref() const { return load->getOperand(0); }
+  RefType refType() const { return cast<RefType>(ref().getType()); }
+  /// The tile offsets (one per tensor dimension).
+  OperandRange offsets() const { return load->getOperands().drop_front(); }
+  RankedTensorType tileType() const { return cast<RankedTensorType>(load->getResult(0).getType()); }
 };
 
 struct GemmMatch {

@@ -47,14 +47,142 @@ def TesselSelectSchedule : Pass<"tessel-select-schedule", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::tessel::TesselDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// The schedule's decisions, one pass each (HopperScheduleOps.td). Each runs on
+// the GEMM kernels that tessel-select-schedule scheduled, after the previous
+// one; kernels without a dot pass through unchanged.
+//===----------------------------------------------------------------------===//
+
+def TesselMaterializeTileScheduler
+    : Pass<"tessel-materialize-tile-scheduler", "mlir::ModuleOp"> {
+  let summary = "Decide which tile each CTA computes: hopper.tile_scheduler replaces program_id";
+  let description = [{
+    From the schedule: one CTA per tile (`grid`; multistage remaps the launch
+    order into raster groups) or a persistent walk over the tiles (cooperative,
+    pingpong: raster group, cluster, stream-K). Every `tessel.program_id` is
+    replaced by a result of the scheduler.
+
+    Before:
+    ```mlir
+    %0 = tessel.program_id 0 : index
+    %1 = arith.muli %0, %c128 : index
+    ```
+    After:
+    ```mlir
+    %pid:3 = hopper.tile_scheduler "persistent" raster_group 8 cluster [1, 1] stream_k
+    %1 = arith.muli %pid#0, %c128 : index
+    ```
+  }];
+  let dependentDialects = ["mlir::tessel::hopper::HopperDialect"];
+}
+
+def TesselInsertAsyncCopies : Pass<"tessel-insert-async-copies", "mlir::ModuleOp"> {
+  let summary = "Put the mainloop's operand loads on a shared-memory ring of async copies";
+  let description = [{
+    Declares the ring (`hopper.ring`: stages, TMA or cp.async, bytes per
+    stage) and replaces the two `tessel.load`s that feed the dot by
+    `hopper.async_load`s that say how each tile arrives: its TMA boxes,
+    swizzle, K- or MN-major layout and multicast share (OperandLayout.h), or
+    multistage's 16-byte cp.async chunks.
+
+    Before:
+    ```mlir
+    %a = tessel.load %A[%m, %k] : !tessel.ref<2 x bf16> -> tensor<128x64xbf16>
+    ```
+    After:
+    ```mlir
+    hopper.ring "ab" stages 4 copy "tma" stage_bytes 49152
+    %a = hopper.async_load %A[%m, %k] into "ab"[0] {box = array<i64: 64, 128>, boxes = 1 : i64,
+        copy = "tma", multicast = 1 : i64, swizzle = 128 : i64} : !tessel.ref<2 x bf16> -> tensor<128x64xbf16>
+    ```
+  }];
+  let dependentDialects = ["mlir::tessel::hopper::HopperDialect"];
+}
+
+def TesselWarpSpecialize : Pass<"tessel-warp-specialize", "mlir::ModuleOp"> {
+  let summary = "Split the CTA into producer and consumer roles with register budgets";
+  let description = [{
+    warp_specialized, cooperative, pingpong: a producer warpgroup (40
+    registers per thread, one thread issues the copies) and 1-3 consumer
+    warpgroups (or 2 for pingpong, taking tiles in turns) sharing the rest
+    of the register file in multiples of 8, at most 232. tma: the copies are
+    issued inline by thread 0 of the consumers. multistage: no roles (every
+    warp copies and computes); the IR is unchanged.
+
+    After:
+    ```mlir
+    hopper.warp_specialize producer "warpgroup" regs 40 {
+      hopper.produce "ab"
+    } consumers 2 regs 232 order "pingpong" {
+      hopper.consume "ab"
+    }
+    ```
+  }];
+  let dependentDialects = ["mlir::tessel::hopper::HopperDialect"];
+}
+
+def TesselScheduleMma : Pass<"tessel-schedule-mma", "mlir::ModuleOp"> {
+  let summary = "Decide the tensor-core instructions, row blocks and wgmma wait depth";
+  let description = [{
+    wgmma schedules: m64nBNk16, BK/16 per stage, one 64-row block per
+    consumer warpgroup (pingpong: BM/64, the whole tile), wait depth 1 (a
+    stage is released one k-step late). multistage: mma.sync m16n8k16 on
+    its warp tiles.
+
+    After:
+    ```mlir
+    hopper.mma_schedule "wgmma" shape [64, 256, 16] k_steps 4 row_blocks 1 wait_depth 1
+    ```
+  }];
+  let dependentDialects = ["mlir::tessel::hopper::HopperDialect"];
+}
+
+def TesselLowerEpilogue : Pass<"tessel-lower-epilogue", "mlir::ModuleOp"> {
+  let summary = "Decide how each store leaves the accumulators, and the stream-K fixup";
+  let description = [{
+    Marks each `tessel.store` after the mainloop with its path
+    (`hopper.store`): `tma_store` through staging buffers (warp-specialized
+    schedules; BM x BN tiles of 16- or 32-bit floats into 2-d tensors, rows
+    of whole 128-byte chunks), `registers`, `register_pairs` (tma), or
+    `fragments` (multistage); and declares the epilogue's staging buffers
+    and its stream-K fixup.
+
+    After:
+    ```mlir
+    hopper.epilogue staging_buffers 2 fixup "stream_k"
+    tessel.store %7, %C[%m, %n] {hopper.store = "tma_store"} : tensor<128x256xbf16>, !tessel.ref<2 x bf16>
+    ```
+  }];
+  let dependentDialects = ["mlir::tessel::hopper::HopperDialect"];
+}
+
+def TesselAllocateResources : Pass<"tessel-allocate-resources", "mlir::ModuleOp"> {
+  let summary = "Lay out shared memory, count threads, number the barriers";
+  let description = [{
+    With the one shared-memory budget function that tessel-select-schedule
+    also uses (SharedMemory.h): the ring's slots, the staging buffers, the
+    full and empty barrier arrays; the CTA's threads; the named barrier ids
+    and the empty barriers' arrival count.
+
+    After:
+    ```mlir
+    hopper.resources threads 384 smem_bytes 229440 {arrivals = {empty = 1 : i64, full = 1 : i64}, ...}
+    ```
+  }];
+  let dependentDialects = ["mlir::tessel::hopper::HopperDialect"];
+}
+
 def TesselLowerToNVVM : Pass<"tessel-lower-to-nvvm", "mlir::ModuleOp"> {
   let summary = "Build the sm_90a kernel of each scheduled tessel kernel (llvm.func + nvvm)";
   let description = [{
     Replaces every `tessel.kernel` function by an `llvm.func` kernel written in
-    `nvvm`, `llvm`, `scf` and `arith` ops on LLVM-compatible types: for the
-    `tma` schedule a TMA + mbarrier ring feeding wgmma, and the traced
-    epilogue evaluated on the accumulator fragments. The kernel's parameter
-    list is recorded in `tessel.params` for the runtime.
+    `hopper`, `nvvm`, `llvm`, `scf` and `arith` ops on LLVM-compatible types,
+    as its plan says (the hopper schedule ops the passes before wrote): the
+    tile scheduler's walk, the ring's barriers and copies, the roles, the
+    wgmma (or mma.sync) mainloop, the epilogue evaluated on the accumulator
+    fragments along each store's path. It decides nothing: a GEMM kernel
+    without its plan is an error. The kernel's parameter list is recorded in
+    `tessel.params` for the runtime.
   }];
   let options = [
     Option<"boundedWaits", "bounded-waits", "bool", /*default=*/"false",

@@ -31,3 +31,72 @@ LogicalResult SetMaxNRegOp::verify() {
     return emitOpError() << "register count must be a multiple of 8 in [24, 256], got " << getRegs();
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// The schedule's decisions (HopperScheduleOps.td)
+//===----------------------------------------------------------------------===//
+
+LogicalResult TileSchedulerOp::verify() {
+  if (getKind() != "grid" && getKind() != "persistent")
+    return emitOpError() << "kind must be \"grid\" or \"persistent\", got \"" << getKind() << "\"";
+  if (getRasterGroup() < 0 || getRasterGroup() > 1024)
+    return emitOpError() << "raster_group must be in [0, 1024], got " << getRasterGroup();
+  ArrayRef<int64_t> c = getCluster();
+  if (c.size() != 2 || c[0] < 1 || c[1] < 1 || c[0] * c[1] > 2)
+    return emitOpError("cluster must be [1, 1], [2, 1] or [1, 2]");
+  if (getKind() == "grid" && (c[0] * c[1] > 1 || getStreamK()))
+    return emitOpError("clusters and stream_k need the persistent tile scheduler");
+  if (getStreamK() && c[0] * c[1] > 1)
+    return emitOpError("stream_k needs a 1x1 cluster (a cluster's CTAs walk tiles in lockstep)");
+  return success();
+}
+
+LogicalResult RingOp::verify() {
+  if (getCopy() != "tma" && getCopy() != "cp.async")
+    return emitOpError() << "copy must be \"tma\" or \"cp.async\", got \"" << getCopy() << "\"";
+  // A stage is released one k-step late (wait_depth 1), so one stage would
+  // wait for its own reader.
+  if (getStages() < 2)
+    return emitOpError() << "ring '" << getRing() << "' needs at least 2 stages, got "
+                         << getStages();
+  if (getStageBytes() <= 0 || getStageBytes() % 1024 != 0)
+    return emitOpError() << "stage_bytes must be a positive multiple of 1024, got "
+                         << getStageBytes();
+  return success();
+}
+
+LogicalResult WarpSpecializeOp::verify() {
+  if (getProducer() != "warpgroup" && getProducer() != "inline")
+    return emitOpError() << "producer must be \"warpgroup\" or \"inline\", got \""
+                         << getProducer() << "\"";
+  if (getOrder() != "cooperative" && getOrder() != "pingpong")
+    return emitOpError() << "order must be \"cooperative\" or \"pingpong\", got \"" << getOrder()
+                         << "\"";
+  if (getConsumers() < 1 || getConsumers() > 4)
+    return emitOpError() << "consumers must be in [1, 4], got " << getConsumers();
+  if (getOrder() == "pingpong" && (getConsumers() != 2 || getProducer() != "warpgroup"))
+    return emitOpError("order \"pingpong\" needs a producer warpgroup and 2 consumers");
+  bool inline_ = getProducer() == "inline";
+  for (int64_t regs : {getProducerRegs(), getConsumerRegs()})
+    if (inline_ ? regs != 0 : (regs < 24 || regs > 256 || regs % 8 != 0))
+      return emitOpError() << (inline_ ? "an inline producer keeps the register budget (regs 0)"
+                                       : "register budgets must be multiples of 8 in [24, 256]")
+                           << ", got " << regs;
+  // setmaxnreg: the budgets must fit the 64K-register file.
+  if (!inline_ && (getProducerRegs() + getConsumers() * getConsumerRegs()) * 128 > 65536)
+    return emitOpError() << "register budgets exceed the 65536-register file: (" << getProducerRegs()
+                         << " + " << getConsumers() << " x " << getConsumerRegs() << ") x 128";
+  return success();
+}
+
+LogicalResult MmaScheduleOp::verify() {
+  if (getInstr() != "wgmma" && getInstr() != "mma.sync")
+    return emitOpError() << "instr must be \"wgmma\" or \"mma.sync\", got \"" << getInstr() << "\"";
+  if (getShape().size() != 3)
+    return emitOpError("shape must be [m, n, k]");
+  if (getWaitDepth() < 0 || getKSteps() < 1 || getRowBlocks() < 1)
+    return emitOpError("k_steps and row_blocks must be >= 1 and wait_depth >= 0");
+  if (getInstr() == "wgmma" && getShape()[0] != 64)
+    return emitOpError() << "wgmma shape must be m64nNk16, got m" << getShape()[0];
+  return success();
+}

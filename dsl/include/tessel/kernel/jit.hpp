@@ -122,10 +122,12 @@ public:
     detail::launch(impl(), stream, g, args);
   }
 
-  /// Text of a compiled stage, as dumped (README, "Dumping and replaying the IR"): "tessel",
-  /// "scheduled", "hopper", "nvvm", "llvm", "ll", "opt.ll", "ptx", "ptxas.log", "cubin" (binary), "sass"
-  /// (cuobjdump -sass of the cubin; needs the CUDA toolkit), or a dump file's name
-  /// ("04-nvvm.mlir"). Throws tessel::error naming the valid ones for any other name.
+  /// Text of a compiled stage, as dumped (docs/pipeline.md): "tessel", then the IR after each pass,
+  /// named after it: "select-schedule", "materialize-tile-scheduler", "insert-async-copies",
+  /// "warp-specialize", "schedule-mma", "lower-epilogue", "allocate-resources", "lower-to-nvvm",
+  /// "convert-hopper-to-nvvm", "convert-to-llvm"; then "ll", "opt.ll", "ptx", "ptxas.log", "cubin"
+  /// (binary), "sass" (cuobjdump -sass of the cubin; needs the CUDA toolkit), or a dump file's name
+  /// ("10-convert-hopper-to-nvvm.mlir"). Throws tessel::error naming the valid ones for any other name.
   std::string stage(const std::string& name) const { return detail::stage_text(impl(), name); }
 
   /// The kernel's symbol name (from the functor's type).

@@ -21,12 +21,20 @@ def Hopper_Dialect : Dialect {
     PTX `.shared` state space); TMA descriptors are generic pointers to the
     `__grid_constant__` kernel parameters that hold them (`!llvm.ptr`).
 
-    What it has so far: the rings' mbarrier protocol (also across a cluster),
-    TMA loads and stores, the warp-specialized roles' register budgets and
-    named barriers (pingpong turns, per-consumer epilogue barriers), the
-    stmatrix + TMA-store epilogue and its fences. Still written in nvvm /
-    inline PTX by `tessel-lower-to-nvvm`: wgmma, the tile scheduler and
-    stream-K, multistage's cp.async (docs/design-notes.md).
+    Two levels of ops:
+    - the schedule's decisions (HopperScheduleOps.td): the tile scheduler,
+      the operand ring and its async loads, the warp-specialized roles, the
+      mma schedule, the epilogue's paths, the resources. The schedule passes
+      write them into the scheduled tessel function, one pass per decision;
+      `tessel-lower-to-nvvm` reads them.
+    - the hardware protocol (HopperOps.td): the rings' mbarrier protocol
+      (also across a cluster), TMA loads and stores, the roles' register
+      budgets and named barriers (pingpong turns, per-consumer epilogue
+      barriers), the stmatrix + TMA-store epilogue and its fences.
+      `tessel-lower-to-nvvm` writes them and `tessel-convert-hopper-to-nvvm`
+      lowers them 1:1. Still written in nvvm / inline PTX by
+      `tessel-lower-to-nvvm`: wgmma, the tile scheduler's arithmetic and
+      stream-K, multistage's cp.async (docs/pipeline.md).
   }];
 }
 

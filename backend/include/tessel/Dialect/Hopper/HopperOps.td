@@ -6,6 +6,7 @@
 include "tessel/Dialect/Hopper/HopperDialect.td"
 include "mlir/Dialect/LLVMIR/LLVMOpBase.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "tessel/Dialect/Hopper/HopperScheduleOps.td"
 
 //===----------------------------------------------------------------------===//
 // mbarriers (the rings' full / empty barriers)

@@ -1,0 +1,61 @@
+//===- SharedMemory.h - the one shared-memory budget of a schedule -*- C++ -*-===//
+//
+// Where a GEMM kernel's dynamic shared memory goes, for a schedule, tile,
+// element size and ring depth. `tessel-select-schedule` asks it how many
+// stages fit and `tessel-allocate-resources` lays the kernel out with it: the
+// check and the layout cannot disagree.
+//
+//   TMA-fed schedules (tma, warp_specialized, cooperative, pingpong):
+//
+//     0          a: A[stages][BM x BK]
+//                b: B[stages][BN x BK]
+//                staging: 2 chunks of 64 x 128 B per consumer warpgroup
+//                         (warp-specialized schedules' TMA-store epilogue)
+//                full[stages], empty[stages]: 8-byte mbarriers
+//     bytes
+//
+//   Every tile is a multiple of 1 KiB, so each one stays 1024-aligned for
+//   the 128B swizzle. The ring and staging buffers must fit in 227 KiB minus
+//   1 KiB kept for the barriers.
+//
+//   multistage:  a: A[stages][BM x BK] | b: B[stages][BN x BK], no barriers,
+//   in 227 KiB.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_TRANSFORMS_SHAREDMEMORY_H
+#define TESSEL_TRANSFORMS_SHAREDMEMORY_H
+
+#include "tessel/Dialect/Tessel/Tessel.h"
+
+namespace mlir::tessel {
+
+struct SharedMemoryMap {
+  int64_t stageBytes = 0;      ///< one stage of the ring: A and B tiles
+  int64_t a = 0, b = 0;        ///< offsets of the A and B slots of stage 0
+  int64_t staging = 0;         ///< offset of the staging buffers
+  int64_t stagingBytes = 0;
+  int64_t full = 0, empty = 0; ///< offsets of the barrier arrays (TMA-fed)
+  int64_t bytes = 0;           ///< dynamic shared memory of the kernel
+  int64_t budget = 0;          ///< what the ring and staging may use
+  /// The ring and the staging buffers fit in the budget.
+  bool fits() const { return staging + stagingBytes <= budget; }
+};
+
+/// Staging chunk of the TMA-store epilogue: 64 rows x 128 bytes.
+constexpr int64_t kStagingChunkBytes = 64 * 128;
+
+/// Consumer warpgroups of a TMA-fed schedule: 2 (pingpong, a whole tile
+/// each) or one per 64 rows of the tile.
+int64_t consumerWarpgroups(ScheduleKind kind, int64_t bm);
+
+/// The shared-memory map of `kind` with tile {BM, BN, BK}, operands of
+/// `eltBytes` bytes and `stages` stages.
+SharedMemoryMap planSharedMemory(ScheduleKind kind, ArrayRef<int64_t> tile, int64_t eltBytes,
+                                 int64_t stages);
+
+/// The most stages whose map fits (0 or 1 when even two do not).
+int64_t stagesThatFit(ScheduleKind kind, ArrayRef<int64_t> tile, int64_t eltBytes);
+
+} // namespace mlir::tessel
+
+#endif // TESSEL_TRANSFORMS_SHAREDMEMORY_H

@@ -1,0 +1,99 @@
+//===- LowerEpilogue.cpp - how the results leave the accumulators ---------===//
+//
+// tessel-lower-epilogue: the traced epilogue (elementwise ops on the
+// accumulator, tessel.store) is evaluated on the accumulator fragments; this
+// pass decides the path of each store and whether partial tiles are summed
+// first.
+//
+//   After (07-lower-epilogue.mlir, schedule cooperative, stream-K):
+//     hopper.warp_specialize ... consumers 2 regs 232 order "cooperative" {
+//       hopper.consume "ab"
+//       hopper.mma_schedule "wgmma" ...
+//       hopper.epilogue staging_buffers 2 fixup "stream_k"
+//     }
+//     ...
+//     tessel.store %8, %C[%m, %n] {hopper.store = "tma_store"} : ...
+//
+// The paths (`hopper.store` on each tessel.store after the mainloop):
+//   1. "tma_store" (warp-specialized schedules): fragments -> stmatrix (16-bit)
+//      or st.shared (f32) into one of the consumer's two 64 x 128-byte staging
+//      buffers, 128B-swizzled -> a TMA store, while the next chunk is written
+//      into the other buffer. For a BM x BN tile of 16- or 32-bit floats,
+//      stored as is into a 2-d tensor, BN * bytes a multiple of 128 (whole
+//      chunks). The kernel falls back to bounds-checked copies from the
+//      staging buffer, at run time, when the output breaks TMA's rules
+//      (a `tmaok` parameter).
+//   2. "registers": bounds-checked stores straight from the fragments (other
+//      stores of the warp-specialized schedules).
+//   3. "register_pairs" (tma): two adjacent columns of a fragment per store.
+//   4. "fragments" (multistage): from the mma.sync C fragments.
+// The fixup: with a stream-K tile scheduler, a tile whose k-range is split
+// across CTAs is summed through the workspace before its epilogue runs
+// (StreamK.cpp); "none" otherwise.
+//
+//===----------------------------------------------------------------------===//
+
+#include "SchedulePlan.h"
+
+#include "tessel/Transforms/Passes.h"
+
+namespace mlir::tessel {
+#define GEN_PASS_DEF_TESSELLOWEREPILOGUE
+#include "tessel/Transforms/Passes.h.inc"
+} // namespace mlir::tessel
+
+using namespace mlir;
+using namespace mlir::tessel;
+
+namespace {
+
+constexpr StringLiteral kStoreAttr = "hopper.store";
+
+/// Rule 1's shape and type conditions.
+bool stageable(StoreOp store, ArrayRef<int64_t> tile) {
+  auto ty = cast<RankedTensorType>(store.getValue().getType());
+  Type refElt = store.getRef().getType().getElementType();
+  unsigned bits = refElt.getIntOrFloatBitWidth();
+  return ty.getRank() == 2 && store.getRef().getType().getRank() == 2 &&
+         ty.getDimSize(0) == tile[0] && ty.getDimSize(1) == tile[1] && isa<FloatType>(refElt) &&
+         (bits == 16 || bits == 32) && ty.getElementType() == refElt &&
+         (tile[1] * bits / 8) % 128 == 0;
+}
+
+LogicalResult lowerEpilogue(plan::ScheduledGemm &g) {
+  if (plan::find<hopper::EpilogueOp>(g.fn))
+    return success();
+  auto mma = plan::require<hopper::MmaScheduleOp>(g.fn, "tessel-schedule-mma");
+  auto scheduler = plan::require<hopper::TileSchedulerOp>(g.fn, "tessel-materialize-tile-scheduler");
+  if (failed(mma) || failed(scheduler))
+    return failure();
+  auto tile = g.sched.getTile();
+  bool multistage = g.kind() == ScheduleKind::multistage;
+  for (Operation &op : g.fn.getBody().front()) {
+    auto store = dyn_cast<StoreOp>(op);
+    if (!store)
+      continue;
+    StringRef path = multistage                   ? "fragments"
+                     : g.kind() == ScheduleKind::tma ? "register_pairs"
+                     : stageable(store, tile)        ? "tma_store"
+                                                     : "registers";
+    store->setAttr(kStoreAttr, StringAttr::get(g.fn.getContext(), path));
+  }
+  // The epilogue runs where the mma does: in the consumers' region, or at the
+  // top for multistage.
+  OpBuilder b = multistage ? plan::atPlanEnd(g.fn) : OpBuilder(mma->getContext());
+  if (!multistage)
+    b.setInsertionPointAfter(*mma);
+  b.create<hopper::EpilogueOp>(g.fn.getLoc(), g.warpSpecialized() ? 2 : 0,
+                               scheduler->getStreamK() ? "stream_k" : "none");
+  return success();
+}
+
+struct LowerEpilogue : mlir::tessel::impl::TesselLowerEpilogueBase<LowerEpilogue> {
+  void runOnOperation() override {
+    if (failed(plan::forEachScheduledGemm(getOperation(), lowerEpilogue)))
+      signalPassFailure();
+  }
+};
+
+} // namespace

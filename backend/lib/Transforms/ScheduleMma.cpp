@@ -1,0 +1,82 @@
+//===- ScheduleMma.cpp - the tensor-core side of the mainloop -------------===//
+//
+// tessel-schedule-mma: which MMA instructions compute the dot, on how many
+// row blocks per warpgroup, and how many wgmma groups stay in flight.
+//
+//   After (06-schedule-mma.mlir, schedule cooperative, tile 128x256x64):
+//     hopper.warp_specialize producer "warpgroup" regs 40 {
+//       hopper.produce "ab"
+//     } consumers 2 regs 232 order "cooperative" {
+//       hopper.consume "ab"
+//       hopper.mma_schedule "wgmma" shape [64, 256, 16] k_steps 4 row_blocks 1 wait_depth 1
+//     }
+//
+// The decisions:
+//   1. wgmma m64nBNk16 (f32 accumulators), BK / 16 of them per stage and row
+//      block, one commit group per stage.
+//   2. Row blocks: a warpgroup holds 64 rows of the tile (tma, cooperative,
+//      warp_specialized), or the whole tile (pingpong: BM / 64 blocks).
+//   3. Wait depth 1: after issuing stage j's group, wait until at most one
+//      group is pending, so stage j-1's wgmmas retired and its stage can be
+//      released. The release is one k-step late, so the ring needs >= 2
+//      stages (tessel-select-schedule, hopper.ring's verifier).
+//   4. multistage: mma.sync m16n8k16 from ldmatrix fragments on warp tiles
+//      of 32 or 64 (multistageWarps in GemmMatch.h); synchronous (wait
+//      depth 0); row_blocks = 16-row blocks per warp tile.
+//
+//===----------------------------------------------------------------------===//
+
+#include "SchedulePlan.h"
+
+#include "tessel/Transforms/Passes.h"
+
+#include "mlir/IR/Verifier.h"
+
+namespace mlir::tessel {
+#define GEN_PASS_DEF_TESSELSCHEDULEMMA
+#include "tessel/Transforms/Passes.h.inc"
+} // namespace mlir::tessel
+
+using namespace mlir;
+using namespace mlir::tessel;
+
+namespace {
+
+LogicalResult scheduleMma(plan::ScheduledGemm &g) {
+  if (plan::find<hopper::MmaScheduleOp>(g.fn))
+    return success();
+  if (failed(plan::require<hopper::RingOp>(g.fn, "tessel-insert-async-copies")))
+    return failure();
+  auto tile = g.sched.getTile();
+  Location loc = g.match.dot.getLoc(); // the user's ts::dot line
+  hopper::MmaScheduleOp mma;
+  if (g.kind() == ScheduleKind::multistage) {
+    // Rule 4.
+    MultistageWarps w = multistageWarps(tile[0], tile[1]);
+    OpBuilder b = plan::atPlanEnd(g.fn);
+    mma = b.create<hopper::MmaScheduleOp>(
+        loc, "mma.sync", b.getDenseI64ArrayAttr({16, 8, 16}), tile[2] / 16, w.wm / 16,
+        /*wait_depth=*/0, b.getDenseI64ArrayAttr({w.warpsM, w.warpsN}),
+        b.getDenseI64ArrayAttr({w.wm, w.wn}));
+  } else {
+    auto ws = plan::require<hopper::WarpSpecializeOp>(g.fn, "tessel-warp-specialize");
+    if (failed(ws))
+      return failure();
+    OpBuilder b = OpBuilder::atBlockEnd(&ws->getConsumerRegion().front());
+    // Rules 1-3.
+    int64_t rowBlocks = ws->getOrder() == "pingpong" ? tile[0] / 64 : 1;
+    mma = b.create<hopper::MmaScheduleOp>(loc, "wgmma", b.getDenseI64ArrayAttr({64, tile[1], 16}),
+                                          tile[2] / 16, rowBlocks, /*wait_depth=*/1,
+                                          DenseI64ArrayAttr(), DenseI64ArrayAttr());
+  }
+  return mlir::verify(mma);
+}
+
+struct ScheduleMma : mlir::tessel::impl::TesselScheduleMmaBase<ScheduleMma> {
+  void runOnOperation() override {
+    if (failed(plan::forEachScheduledGemm(getOperation(), scheduleMma)))
+      signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,42 @@
+//===- SharedMemory.cpp - the one shared-memory budget of a schedule ------===//
+
+#include "tessel/Transforms/SharedMemory.h"
+
+using namespace mlir;
+using namespace mlir::tessel;
+
+/// Hopper: 227 KiB of dynamic shared memory per CTA.
+static constexpr int64_t kSharedBytes = 227 * 1024;
+/// TMA-fed schedules keep 1 KiB of it for the mbarriers.
+static constexpr int64_t kBarrierReserve = 1024;
+
+int64_t mlir::tessel::consumerWarpgroups(ScheduleKind kind, int64_t bm) {
+  return kind == ScheduleKind::pingpong ? 2 : bm / 64;
+}
+
+SharedMemoryMap mlir::tessel::planSharedMemory(ScheduleKind kind, ArrayRef<int64_t> tile,
+                                               int64_t eltBytes, int64_t stages) {
+  SharedMemoryMap m;
+  int64_t aBytes = tile[0] * tile[2] * eltBytes, bBytes = tile[1] * tile[2] * eltBytes;
+  m.stageBytes = aBytes + bBytes;
+  m.a = 0;
+  m.b = stages * aBytes;
+  m.staging = stages * m.stageBytes;
+  if (kind == ScheduleKind::multistage) {
+    m.full = m.empty = m.bytes = m.staging;
+    m.budget = kSharedBytes;
+    return m;
+  }
+  bool specialized = kind != ScheduleKind::tma;
+  m.stagingBytes = specialized ? consumerWarpgroups(kind, tile[0]) * 2 * kStagingChunkBytes : 0;
+  m.full = m.staging + m.stagingBytes;
+  m.empty = m.full + 8 * stages;
+  m.bytes = m.empty + 8 * stages;
+  m.budget = kSharedBytes - kBarrierReserve;
+  return m;
+}
+
+int64_t mlir::tessel::stagesThatFit(ScheduleKind kind, ArrayRef<int64_t> tile, int64_t eltBytes) {
+  SharedMemoryMap one = planSharedMemory(kind, tile, eltBytes, 1);
+  return (one.budget - one.stagingBytes) / one.stageBytes;
+}
