@@ -97,7 +97,8 @@ FailureOr<Value> KernelBuilder::scalar(Value v, Value ivRepl) {
   if (!inLoop)
     if (auto it = scalars.find(v); it != scalars.end())
       return it->second;
-  if (auto arg = dyn_cast<BlockArgument>(v); arg && arg.getOwner()->getParentOp() == fn) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (arg && arg.getOwner()->getParentOp() == fn.getOperation()) {
     // A ts::scalar argument: its kernel parameter, "scalar:<i>" in tessel.params.
     std::string name = "scalar:" + std::to_string(arg.getArgNumber());
     for (auto [i, p] : llvm::enumerate(kernel->getAttrOfType<ArrayAttr>("tessel.params")))

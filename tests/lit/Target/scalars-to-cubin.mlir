@@ -17,4 +17,4 @@
 // CHECK: .entry gemm_alpha_beta(
 // CHECK: .param .f32 gemm_alpha_beta_param_10,
 // CHECK-NEXT: .param .f32 gemm_alpha_beta_param_11,
-// CHECK: ld.param.f32 %f{{[0-9]+}}, [gemm_alpha_beta_param_1{{[01]}}];
+// CHECK: ld.param.{{f32|b32}} %{{[a-z]+}}{{[0-9]+}}, [gemm_alpha_beta_param_1{{[01]}}];

@@ -125,7 +125,10 @@ public:
     requires(detail::host_number<B> || std::is_same_v<std::remove_cvref_t<B>, scalar>)
   scalar& operator/=(const B& o) { return *this = *this / o; }
 
-  friend scalar operator-(const scalar& a) { return binary(trace::binary_op::sub, 0, a); }
+  /// -s (arith.negf: -0.0 for 0.0; 0 - s on i32).
+  friend scalar operator-(const scalar& a) {
+    return scalar(trace::unary(trace::unary_op::neg, a.value(), a.loc_), a.loc_);
+  }
 
   // scalar (op) scalar of the same dtype, scalar (op) host number, host number (op) scalar.
   // The by-value overloads for Hana constants beat Hana's own generic operators.
