@@ -470,6 +470,18 @@ value arg_tensor(dtype t, int rank, loc l) {
   return s.put(s.func.getBody().front().addArgument(type, where));
 }
 
+value arg_scalar(dtype t, loc l) {
+  Session &s = session("arg_scalar");
+  if (t != dtype::f32 && t != dtype::i32)
+    s.fail(l, "a kernel scalar is f32 or i32");
+  Location where = s.loc(l);
+  if (!s.haveArgumentLoc) {
+    s.func->setLoc(FusedLoc::get(s.context.get(), {s.func.getLoc(), where}));
+    s.haveArgumentLoc = true;
+  }
+  return s.put(s.func.getBody().front().addArgument(s.elementType(t), where));
+}
+
 void fail(const char *message, loc l) {
   Session &s = session("fail");
   if (s.deferredError.empty())

@@ -80,7 +80,7 @@ private:
 };
 
 /// "ptr:0", "size:0:1", "stride:2:0", "tma:1:64x256:128", "tma:1:32x64:64:c0",
-/// "tmastore:2:64x64:128", "tmaok:2", "grid:0", "workspace:131072" -> ParamSpec.
+/// "tmastore:2:64x64:128", "tmaok:2", "grid:0", "workspace:131072", "scalar:3" -> ParamSpec.
 ::tessel::ParamSpec parseParam(StringRef s) {
   SmallVector<StringRef> parts;
   s.split(parts, ':');
@@ -93,6 +93,8 @@ private:
   p.arg = num(parts[1]);
   if (parts[0] == "ptr") {
     p.kind = ::tessel::ParamSpec::Kind::Pointer;
+  } else if (parts[0] == "scalar") {
+    p.kind = ::tessel::ParamSpec::Kind::Scalar;
   } else if (parts[0] == "grid") {
     p.kind = ::tessel::ParamSpec::Kind::GridDim;
     p.arg = 0;
@@ -242,9 +244,14 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
       continue;
     k.name = fn.getSymName().str();
     for (Type t : fn.getArgumentTypes()) {
+      // A runtime scalar (ts::scalar<f32 / i32>) is a plain f32 / i32 argument: rank 0.
+      if (t.isF32() || t.isInteger(32)) {
+        k.args.push_back({toDtype(t), /*rank=*/0, false});
+        continue;
+      }
       auto ref = dyn_cast<mlir::tessel::RefType>(t);
       if (!ref)
-        throw fail("kernel arguments must be tensors");
+        throw fail("kernel arguments must be tensors (!tessel.ref) or f32 / i32 scalars");
       k.args.push_back({toDtype(ref.getElementType()), static_cast<int>(ref.getRank()), false});
     }
   }

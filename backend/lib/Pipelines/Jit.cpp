@@ -28,6 +28,7 @@
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <atomic>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -35,6 +36,7 @@
 namespace {
 
 std::mutex cacheMutex;
+std::atomic<std::uint64_t> builtCount{0}; // tessel::detail::kernels_built
 std::map<std::string, std::shared_ptr<tessel::detail::kernel_impl>> &cache() {
   static std::map<std::string, std::shared_ptr<tessel::detail::kernel_impl>> c;
   return c;
@@ -124,6 +126,7 @@ tessel::CompiledKernel compileVariant(const VariantSource &src, const tessel::de
                                           std::to_string(r.contiguousDims[i]));
   if (r.multistage)
     why += std::string(why.empty() ? "" : ", ") + "schedule multistage (TMA fallback)";
+  ++builtCount;
   if (verbose)
     std::cerr << "tessel: compiling variant '" << r.tag << "' of '" << src.name << "' (" << why << ")\n";
 
@@ -218,6 +221,7 @@ std::shared_ptr<kernel_impl> finish_and_compile(const options &o) {
     }
     source->options = o;
     source->dumpDir = dumpDir;
+    ++builtCount;
     bool cached = false;
     CompiledKernel compiled = runtime::compileWithDiskCache(
         diskKey(program, o), source->text, verbose, [&] { return compileModule(*traced->module, o); }, &cached);
@@ -243,5 +247,7 @@ std::shared_ptr<kernel_impl> finish_and_compile(const options &o) {
 }
 
 void abandon_trace() noexcept { frontend::abandonTrace(); }
+
+std::uint64_t kernels_built() noexcept { return builtCount.load(); }
 
 } // namespace tessel::detail

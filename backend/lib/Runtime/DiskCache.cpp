@@ -494,7 +494,7 @@ std::optional<DecodedEntry> decodeCacheEntry(std::string_view data, std::string_
          for (std::uint32_t i = 0, n = rr.count(30); i < n; ++i) {
            ParamSpec q;
            std::uint8_t kind = rr.u8();
-           if (kind > static_cast<std::uint8_t>(ParamSpec::Kind::Workspace))
+           if (kind > static_cast<std::uint8_t>(ParamSpec::Kind::Scalar))
              rr.bad = true;
            q.kind = static_cast<ParamSpec::Kind>(kind);
            q.arg = rr.i32();

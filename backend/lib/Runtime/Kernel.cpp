@@ -318,6 +318,8 @@ namespace {
 void checkDevicePointers(const CudaDriver& d, const CompiledKernel& k, std::span<const tensor_arg> args) {
   for (size_t i = 0; i < args.size(); ++i) {
     const tensor_arg& a = args[i];
+    if (a.kind != arg_kind::tensor)
+      continue;  // a scalar value (validateArgs checked that a scalar is expected)
     bool empty = false;
     for (int dim = 0; dim < a.rank; ++dim)
       empty |= a.sizes[dim] == 0;

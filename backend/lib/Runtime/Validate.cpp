@@ -8,7 +8,9 @@
 //===----------------------------------------------------------------------===//
 
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <array>
 #include <limits>
 #include <optional>
@@ -86,6 +88,8 @@ const char* kindName(ParamSpec::Kind k) {
     return "TMA-usable flag";
   case ParamSpec::Kind::Workspace:
     return "stream-K workspace";
+  case ParamSpec::Kind::Scalar:
+    return "scalar";
   }
   return "?";
 }
@@ -202,10 +206,17 @@ void validateCompiledKernel(const CompiledKernel& k) {
       fail("has cluster extent 0 along axis " + std::to_string(i));
   if (std::uint64_t(k.cluster[0]) * k.cluster[1] * k.cluster[2] > 16)
     fail("has a cluster of more than 16 CTAs");
-  for (std::size_t i = 0; i < k.args.size(); ++i)
+  for (std::size_t i = 0; i < k.args.size(); ++i) {
+    if (k.args[i].isScalar()) {
+      if (k.args[i].type != dtype::f32 && k.args[i].type != dtype::i32)
+        fail("argument " + std::to_string(i) + " is a scalar of dtype " + dtypeName(k.args[i].type) +
+             "; scalars are f32 or i32");
+      continue;
+    }
     if (k.args[i].rank < 1 || k.args[i].rank > 3)
       fail("argument " + std::to_string(i) + " has rank " + std::to_string(k.args[i].rank) +
            "; tensors have rank 1..3");
+  }
 
   for (std::size_t pi = 0; pi < k.params.size(); ++pi) {
     const ParamSpec& p = k.params[pi];
@@ -227,6 +238,10 @@ void validateCompiledKernel(const CompiledKernel& k) {
       continue;
     }
     const ArgSpec& a = k.args[p.arg];
+    if ((p.kind == ParamSpec::Kind::Scalar) != a.isScalar())
+      fail(where + (a.isScalar() ? ": the argument is a scalar" : ": the argument is a tensor"));
+    if (p.kind == ParamSpec::Kind::Scalar)
+      continue;
     if ((p.kind == ParamSpec::Kind::Size || p.kind == ParamSpec::Kind::Stride) &&
         (p.dim < 0 || p.dim >= a.rank))
       fail(where + " refers to dimension " + std::to_string(p.dim) + " of a rank-" +
@@ -255,6 +270,46 @@ void validateCompiledKernel(const CompiledKernel& k) {
            std::to_string(p.swizzleBytes) + "-byte swizzle span");
   }
 }
+
+namespace {
+
+/// A double as %g prints it ("1.5", "1e+40", "nan").
+std::string formatDouble(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
+/// The rules of a ts::scalar parameter (docs/scalars.md): the launch argument is a value of the
+/// parameter's kind (a floating-point number for f32, an integer for i32) that fits its dtype;
+/// a tensor for a scalar parameter, or a value for a tensor parameter, is an error.
+template <class Fail>
+void validateScalarArg(const ArgSpec& spec, const kernel_arg& a, const Fail& fail) {
+  const std::string want = std::string("ts::scalar<ts::") + dtypeName(spec.type) + ">";
+  if (!spec.isScalar())
+    fail(std::string("expected a tensor (rank ") + std::to_string(spec.rank) + ", " + dtypeName(spec.type) +
+         "), got a scalar value; pass a ts::view");
+  if (a.kind == arg_kind::tensor)
+    fail("expected a scalar value for " + want + ", got a tensor; pass " +
+         (spec.type == dtype::f32 ? "a float (1.5f) or ts::value(x)" : "an integer (3) or ts::value(n)"));
+  if (spec.type == dtype::f32) {
+    if (a.kind != arg_kind::floating)
+      fail("expected a floating-point value for " + want + ", got the integer " + std::to_string(a.integer) +
+           "; write it as a float (" + std::to_string(a.integer) + ".0f): integers are not converted");
+    const double x = a.floating;
+    if (std::isfinite(x) && std::fabs(x) > static_cast<double>(std::numeric_limits<float>::max()))
+      fail("the value " + formatDouble(x) + " for " + want + " is outside the f32 range (|x| <= 3.40282e+38)");
+    return;
+  }
+  if (a.kind != arg_kind::integer)
+    fail("expected an integer value for " + want + ", got the floating-point value " + formatDouble(a.floating) +
+         "; pass an integer (floating-point values are not converted)");
+  if (a.integer < std::numeric_limits<std::int32_t>::min() || a.integer > std::numeric_limits<std::int32_t>::max())
+    fail("the value " + std::to_string(a.integer) + " for " + want +
+         " is outside the i32 range (-2147483648 .. 2147483647)");
+}
+
+}  // namespace
 
 bool hasEmptyArg(std::span<const tensor_arg> args) {
   for (const tensor_arg& a : args)
@@ -299,6 +354,11 @@ void validateCommonArgs(const CompiledKernel& k, std::span<const tensor_arg> arg
       throw tessel::error(kernel + " argument " + std::to_string(i) + ": " + rule);
     };
     auto dimName = [](int d) { return "dimension " + std::to_string(d); };
+
+    if (spec.isScalar() || a.kind != arg_kind::tensor) {
+      validateScalarArg(spec, a, fail);
+      continue;
+    }
 
     if (a.rank != spec.rank)
       fail("expected rank " + std::to_string(spec.rank) + ", got " + std::to_string(a.rank));
@@ -490,6 +550,18 @@ std::vector<ParamValue> planParams(const CompiledKernel& k, std::span<const tens
       break;
     case ParamSpec::Kind::Workspace:
       v.scalar = 0;  // the stream's workspace, filled in by launch()
+      break;
+    case ParamSpec::Kind::Scalar:
+      // The 4-byte parameter's bits in the low half (launch passes the slot's address: little
+      // endian, so the kernel reads exactly these 4 bytes).
+      if (k.args[p.arg].type == dtype::f32) {
+        const float f = static_cast<float>(a.floating);
+        std::uint32_t bits = 0;
+        std::memcpy(&bits, &f, sizeof bits);
+        v.scalar = bits;
+      } else {
+        v.scalar = static_cast<std::uint32_t>(static_cast<std::int32_t>(a.integer));
+      }
       break;
     case ParamSpec::Kind::TmaDescriptor: {
       TmaEncoding& e = v.tma;

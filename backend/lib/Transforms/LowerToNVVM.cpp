@@ -5,7 +5,8 @@
 // i64 for addresses), ready for convert-scf-to-cf + convert-to-llvm.
 //
 // Kernel parameters (recorded in `tessel.params` for the runtime), in order:
-//   for every argument i:  ptr_i (.u64), size_i_0.. (.u64), stride_i_0.. (.u64)
+//   for every argument i:  ptr_i (.u64), size_i_0.. (.u64), stride_i_0.. (.u64);
+//                          a scalar argument (ts::scalar, f32 / i32): its value (.f32 / .u32)
 //   then one CUtensorMap per TMA-loaded operand, as a __grid_constant__
 //   `.param .align 64 .b8 [128]` (llvm.byval + nvvm.grid_constant).
 //
@@ -97,6 +98,14 @@ FailureOr<Value> KernelBuilder::scalar(Value v, Value ivRepl) {
   if (!inLoop)
     if (auto it = scalars.find(v); it != scalars.end())
       return it->second;
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (arg && arg.getOwner()->getParentOp() == fn.getOperation()) {
+    // A ts::scalar argument: its kernel parameter, "scalar:<i>" in tessel.params.
+    std::string name = "scalar:" + std::to_string(arg.getArgNumber());
+    for (auto [i, p] : llvm::enumerate(kernel->getAttrOfType<ArrayAttr>("tessel.params")))
+      if (cast<StringAttr>(p).getValue() == name)
+        return kernel.getArgument(i);
+  }
   Operation *op = v.getDefiningOp();
   if (!op)
     return fn.emitError("a kernel argument is used as a scalar"), failure();
@@ -355,9 +364,14 @@ LogicalResult KernelBuilder::buildSignature() {
   SmallVector<Attribute> params; // for the runtime: "ptr:i", "size:i:d", "stride:i:d", "tma:..."
   auto ptrTy = LLVM::LLVMPointerType::get(ctx, /*addressSpace=*/1);
   for (auto [i, argTy] : llvm::enumerate(fn.getArgumentTypes())) {
+    if (argTy.isF32() || argTy.isInteger(32)) { // a ts::scalar: its value
+      types.push_back(argTy);
+      params.push_back(b.getStringAttr("scalar:" + std::to_string(i)));
+      continue;
+    }
     auto ref = dyn_cast<RefType>(argTy);
     if (!ref)
-      return fn.emitError() << "kernel argument " << i << " must be a tensor";
+      return fn.emitError() << "kernel argument " << i << " must be a tensor or an f32 / i32 scalar";
     types.push_back(ptrTy);
     params.push_back(b.getStringAttr("ptr:" + std::to_string(i)));
     for (unsigned d = 0; d < ref.getRank(); ++d) {
@@ -458,7 +472,12 @@ LogicalResult KernelBuilder::buildSignature() {
   b.setInsertionPointToStart(entry);
   unsigned p = 0;
   for (Type argTy : fn.getArgumentTypes()) {
-    auto ref = cast<RefType>(argTy);
+    auto ref = dyn_cast<RefType>(argTy);
+    if (!ref) { // a scalar (scalar() reads its parameter); refs stay indexed by argument
+      refs.emplace_back();
+      ++p;
+      continue;
+    }
     RefParams r;
     r.elementType = ref.getElementType();
     r.ptr = entry->getArgument(p++);

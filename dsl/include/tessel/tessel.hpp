@@ -17,7 +17,8 @@
 //     };
 //     ts::kernel k = ts::jit(gemm{}, {.schedule = ts::schedule::tma, .stages = 4});
 //
-// Layout of the headers: core/ (dtypes, static shapes, index scalars, the tracer interface),
+// Layout of the headers: core/ (dtypes, static shapes, index scalars, runtime scalar parameters,
+// the tracer interface),
 // expr/ (expression nodes, operators, tile variables), ops/ (tensors, dot, math, loops,
 // program ids), kernel/ (jit, launch, runtime interface). No MLIR or CUDA header is included.
 #pragma once
@@ -25,6 +26,7 @@
 #include "tessel/core/dtype.hpp"
 #include "tessel/core/index.hpp"
 #include "tessel/core/location.hpp"
+#include "tessel/core/scalar.hpp"
 #include "tessel/core/shape.hpp"
 #include "tessel/core/trace.hpp"
 #include "tessel/expr/node.hpp"

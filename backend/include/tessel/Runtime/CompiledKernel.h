@@ -18,10 +18,12 @@
 
 namespace tessel {
 
-/// One user-visible kernel argument (a global tensor).
+/// One user-visible kernel argument: a global tensor (rank 1..3), or a runtime scalar
+/// (ts::scalar<T>: rank 0, `type` f32 or i32, one ParamSpec::Kind::Scalar parameter).
 struct ArgSpec {
   dtype type = dtype::f32;
-  int rank = 0;
+  int rank = 0;  ///< 0: a scalar
+  bool isScalar() const { return rank == 0; }
   bool loadedByTma = false;  ///< at least one parameter is a TMA descriptor of this arg
   bool stored = false;       ///< the program stores into it (an output)
 };
@@ -46,6 +48,7 @@ struct ParamSpec {
     GridDim,        ///< .u64 the user's launch grid along axis `dim` (persistent kernels)
     TmaUsable,      ///< .u64 1 when args[arg] meets TMA's rules (its `store` descriptor is valid), else 0
     Workspace,      ///< .u64 stream-K workspace (CompiledKernel::workspaceSlotBytes); `arg` is 0
+    Scalar,         ///< .f32 / .u32 the value of scalar args[arg] (its ArgSpec::type)
   };
   Kind kind = Kind::Pointer;
   int arg = 0;

@@ -42,6 +42,8 @@ enum class compare_op : std::uint8_t { eq, ne, lt, le, gt, ge };
 TESSEL_API void begin(const char* name);
 /// Declares the next kernel argument: a global tensor of `rank` dims with element type `t`.
 TESSEL_API value arg_tensor(dtype t, int rank, loc l);
+/// Declares the next kernel argument: a runtime scalar of type `t` (f32 or i32), given at launch.
+TESSEL_API value arg_scalar(dtype t, loc l);
 /// Records a user error that the DSL found while tracing (e.g. a `break` out of a traced loop);
 /// the trace goes on, and ending it throws tessel::error with the first such message at `l`.
 TESSEL_API void fail(const char* message, loc l);

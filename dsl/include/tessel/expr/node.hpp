@@ -20,6 +20,8 @@
 //                         tessel.dot with the accumulator operand
 //   broadcast nodes (take dtype and shape from the other operand; `emit_as<T, S>(at)`)
 //     float_scalar, int_scalar, index_scalar   2.0f, 3, an index: arith.constant / tessel.splat
+//     scalar_value<T>     a ts::scalar<T> kernel parameter (or scalar arithmetic on one): its
+//                         dtype T promotes like a tile's; tessel.splat
 //     bcast<axis, E>      e.row() (axis 1) / e.col() (axis 0): tessel.broadcast of a 1-d tile
 //
 // Operands are held by value (a node owns copies of its children and tiles enter as leaves), so
@@ -40,6 +42,7 @@
 #include "tessel/core/dtype.hpp"
 #include "tessel/core/index.hpp"
 #include "tessel/core/location.hpp"
+#include "tessel/core/scalar.hpp"
 #include "tessel/core/shape.hpp"
 #include "tessel/core/trace.hpp"
 
@@ -69,6 +72,8 @@ struct leaf;
 struct float_scalar;
 struct int_scalar;
 struct index_scalar;
+template <class T>
+struct scalar_value;
 
 }  // namespace expr
 
@@ -86,12 +91,13 @@ concept node_like = std::is_base_of_v<expr::node_tag, std::remove_cvref_t<E>> &&
 /// A tile variable or a tile expression.
 template <class E>
 concept expr_like = tile_like<E> || node_like<E>;
-/// A scalar that broadcasts inside tile expressions: a float or integer literal, a ts::index.
+/// A scalar that broadcasts inside tile expressions: a float or integer literal, a ts::index,
+/// a ts::scalar<T>.
 template <class E>
 concept scalar_like = (std::is_arithmetic_v<std::remove_cvref_t<E>> &&
                        !std::is_same_v<std::remove_cvref_t<E>, bool> &&
                        !std::is_same_v<std::remove_cvref_t<E>, char>) ||
-                      is_index_v<E> || static_int<E>;
+                      is_index_v<E> || static_int<E> || runtime_scalar<E>;
 template <class E>
 concept operand = expr_like<E> || scalar_like<E>;
 /// Operands of a binary elementwise op: at least one is a tile or an expression.
@@ -116,6 +122,8 @@ template <class E>
   requires static_int<E>
 expr::int_scalar to_node(E v);
 inline expr::index_scalar to_node(const index& v);
+template <class T>
+expr::scalar_value<T> to_node(const scalar<T>& v);
 
 template <class E>
 using node_t = decltype(to_node(std::declval<const std::remove_cvref_t<E>&>()));
@@ -231,6 +239,20 @@ struct index_scalar : node_tag {
     return trace::splat(trace::cast(v, T::value, at), detail::extents_of<S>(), at);
   }
   static std::string describe() { return "index"; }
+};
+
+/// A ts::scalar<T>: broadcast with its own dtype T (it promotes like a tile of T).
+template <class T>
+struct scalar_value : node_tag {
+  static constexpr bool is_shaped = false;
+  using dtype_type = T;
+  trace::value v;
+  explicit scalar_value(trace::value value) : v(value) {}
+  template <class U, class S>
+  trace::value emit_as(trace::loc at) const {
+    return trace::splat(trace::cast(v, U::value, at), detail::extents_of<S>(), at);
+  }
+  static std::string describe() { return std::string("scalar<") + T::name + ">"; }
 };
 
 /// `e.row()` (Axis = 1) or `e.col()` (Axis = 0) of a 1-d shaped node `E`.
@@ -444,6 +466,10 @@ expr::int_scalar to_node(E) {
   return expr::int_scalar(static_cast<std::int64_t>(E::value));
 }
 inline expr::index_scalar to_node(const index& v) { return expr::index_scalar(v.value()); }
+template <class T>
+expr::scalar_value<T> to_node(const scalar<T>& v) {
+  return expr::scalar_value<T>(v.value());
+}
 
 /// Checks that broadcast node `B` can meet a shaped operand of shape `S`.
 template <class B, class S>

@@ -161,6 +161,10 @@ struct access {
     return tile<T, D...>(adopt_t{}, v, l);
   }
   static index make_index(trace::value v, trace::loc l) { return index(v, l); }
+  template <class T>
+  static scalar<T> make_scalar(trace::value v, trace::loc l) {
+    return scalar<T>(v, l);
+  }
   template <class Tensor>
   static Tensor make_tensor(trace::value v) {
     return Tensor(v);

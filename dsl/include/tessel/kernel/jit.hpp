@@ -22,6 +22,7 @@
 
 #include "tessel/core/dtype.hpp"
 #include "tessel/core/location.hpp"
+#include "tessel/core/scalar.hpp"
 #include "tessel/core/trace.hpp"
 #include "tessel/kernel/name.hpp"
 #include "tessel/kernel/runtime_api.hpp"
@@ -35,6 +36,20 @@ template <class T>
 struct is_tensor : std::false_type {};
 template <class T, int R>
 struct is_tensor<tensor<T, R>> : std::true_type {};
+
+/// Declares the kernel argument of parameter type P (a tensor or a scalar) and returns it.
+template <class P>
+P make_symbolic_arg(trace::loc l) {
+  if constexpr (is_tensor<P>::value)
+    return access::make_tensor<P>(trace::arg_tensor(P::dtype_type::value, P::rank, l));
+  else
+    return access::make_scalar<typename P::dtype_type>(trace::arg_scalar(P::dtype_type::value, l), l);
+}
+
+/// A launch argument from a kernel_arg (ts::view, ts::value) or a C++ number.
+template <class A>
+concept launch_arg = std::is_convertible_v<A, kernel_arg> ||
+                     (std::is_arithmetic_v<A> && !std::is_same_v<A, bool> && !std::is_same_v<A, char>);
 
 /// Parameter types of a functor's call operator.
 template <class M>
@@ -72,13 +87,13 @@ void call_with_symbolic_args(const F& f, trace::loc l) {
   static_assert(std::is_void_v<typename sig::result>, "jit: the kernel functor must return void");
   using args = typename sig::args;
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    static_assert((is_tensor<std::tuple_element_t<I, args>>::value && ...),
-                  "jit: every parameter of the kernel functor must be a ts::tensor<T, Rank>");
+    static_assert(((is_tensor<std::tuple_element_t<I, args>>::value ||
+                    runtime_scalar<std::tuple_element_t<I, args>>) && ...),
+                  "jit: every parameter of the kernel functor must be a ts::tensor<T, Rank> or a "
+                  "ts::scalar<T> (a runtime value: ts::scalar<ts::f32>, ts::scalar<ts::i32>)");
     // Braced initialisation: arguments are declared in parameter order.
     std::tuple<std::tuple_element_t<I, args>...> symbolic{
-        access::make_tensor<std::tuple_element_t<I, args>>(trace::arg_tensor(
-            std::tuple_element_t<I, args>::dtype_type::value, std::tuple_element_t<I, args>::rank,
-            l))...};
+        make_symbolic_arg<std::tuple_element_t<I, args>>(l)...};
     std::apply(f, symbolic);
   }(std::make_index_sequence<std::tuple_size_v<args>>{});
 }
@@ -99,6 +114,41 @@ void trace_only(const F& f, std::source_location loc = std::source_location::cur
 
 }  // namespace detail
 
+/// A launch argument for a ts::scalar parameter: a floating-point value (float, double) for
+/// ts::scalar<ts::f32>, an integer for ts::scalar<ts::i32> (checked at launch; docs/scalars.md).
+/// kernel::launch also takes plain C++ numbers: `k.launch(s, g, A, B, 1.5f, C)`.
+template <class V>
+kernel_arg value(V v) {
+  static_assert(std::is_arithmetic_v<V> && !std::is_same_v<V, bool> && !std::is_same_v<V, char>,
+                "value: a scalar launch argument is a C++ floating-point or integer number");
+  kernel_arg a;
+  if constexpr (std::is_floating_point_v<V>) {
+    a.kind = arg_kind::floating;
+    a.type = dtype::f32;
+    a.floating = static_cast<double>(v);
+  } else {
+    static_assert(sizeof(V) <= 8, "value: integers of at most 64 bits");
+    a.kind = arg_kind::integer;
+    a.type = dtype::i32;
+    if constexpr (std::is_unsigned_v<V> && sizeof(V) == 8)
+      // Above INT64_MAX: saturate (the launch then reports it out of the i32 range).
+      a.integer = v > static_cast<V>(INT64_MAX) ? INT64_MAX : static_cast<std::int64_t>(v);
+    else
+      a.integer = static_cast<std::int64_t>(v);
+  }
+  return a;
+}
+
+namespace detail {
+template <class A>
+kernel_arg to_kernel_arg(const A& a) {
+  if constexpr (std::is_convertible_v<A, kernel_arg>)
+    return kernel_arg(a);
+  else
+    return tessel::value(a);
+}
+}  // namespace detail
+
 /// A compiled kernel. Cheap to copy (shared ownership of the compiled module).
 class kernel {
 public:
@@ -107,15 +157,16 @@ public:
       : impl_(std::move(impl)), name_(std::move(name)) {}
 
   /// Launches on `stream` (a CUstream; nullptr = the default stream) over `g` program
-  /// instances, with one tensor_arg (ts::view) per kernel parameter. Throws tessel::error.
+  /// instances, with one argument per kernel parameter: a ts::view for a tensor, a value
+  /// (`1.5f`, `2`, `ts::value(x)`) for a ts::scalar. Throws tessel::error.
   /// Views whose unit-stride dimension is not the last one, or that break TMA's rules for a
   /// TMA-based schedule, make the first such launch compile a variant of the kernel (a layout
   /// variant, or the schedule `multistage` fallback, announced once on stderr; see the README
   /// and TESSEL_FALLBACK); later launches reuse it.
   template <class... Args>
-    requires(std::is_convertible_v<Args, tensor_arg> && ...)
+    requires(detail::launch_arg<Args> && ...)
   void launch(void* stream, grid g, const Args&... args) const {
-    std::array<tensor_arg, sizeof...(Args)> list{tensor_arg(args)...};
+    std::array<kernel_arg, sizeof...(Args)> list{detail::to_kernel_arg(args)...};
     detail::launch(impl(), stream, g, std::span<const tensor_arg>(list.data(), list.size()));
   }
   void launch(void* stream, grid g, std::span<const tensor_arg> args) const {

@@ -80,15 +80,27 @@ struct options {
   bool debug = false;                    ///< bounded barrier waits that report and trap (also TESSEL_DEBUG)
 };
 
-/// A runtime argument: a global tensor in device memory. Sizes and strides are in elements,
-/// outermost first (strides[rank-1] is the innermost stride).
-struct tensor_arg {
+/// What a launch argument is: a tensor (ts::view), or a scalar value (ts::value, or a plain
+/// C++ number) for a ts::scalar<T> parameter, floating-point or integer as written in C++.
+enum class arg_kind : std::uint8_t { tensor, floating, integer };
+
+/// A runtime argument. A tensor (`kind == tensor`, made by ts::view): a global tensor in device
+/// memory; sizes and strides are in elements, outermost first (strides[rank-1] is the innermost
+/// stride). A scalar (made by ts::value, or from a C++ number by kernel::launch): `rank` 0, the
+/// value in `floating` or `integer`; it is converted to the parameter's dtype at launch
+/// (docs/scalars.md: a floating value for ts::scalar<ts::f32>, an integer for ts::scalar<ts::i32>).
+struct kernel_arg {
   const void* data = nullptr;
   dtype type = dtype::f32;
   int rank = 0;
   std::array<std::int64_t, 3> sizes{};
   std::array<std::int64_t, 3> strides{};
+  arg_kind kind = arg_kind::tensor;
+  double floating = 0;       ///< kind == floating: the value as given (float or double)
+  std::int64_t integer = 0;  ///< kind == integer: the value as given
 };
+/// The name of kernel arguments from before scalars: every kernel_arg made by ts::view.
+using tensor_arg = kernel_arg;
 
 /// Launch grid (number of program instances per axis).
 struct grid {
@@ -108,6 +120,10 @@ TESSEL_API void abandon_trace() noexcept;
 TESSEL_API void launch(kernel_impl& k, void* stream, grid g, std::span<const tensor_arg> args);
 /// Text of a compiled stage: "tessel", "hopper", "llvm", "ll", "ptx", "ptxas.log", "sass".
 TESSEL_API std::string stage_text(const kernel_impl& k, const std::string& stage);
+/// How many kernels this process has built so far: each ts::jit that missed the in-memory cache
+/// and each launch-time variant (compiled, or read from the on-disk cache). Launching a kernel
+/// with new scalar values builds nothing (tests assert it).
+TESSEL_API std::uint64_t kernels_built() noexcept;
 /// True when a CUDA device is usable (libcuda loads, cuInit succeeds, one device exists);
 /// otherwise false and `why` says what is missing.
 TESSEL_API bool gpu_available(std::string* why = nullptr);

@@ -6,7 +6,8 @@
 //     auto a = A.load({m, k}, BM, BK);      // tile<bf16, BM, BK> at rows m.., columns k..
 //     C.store({m, n}, ts::cast<ts::bf16>(acc));
 //
-// Offsets are ts::index values, host integers or compile-time integers, one per dimension;
+// Offsets are ts::index values, ts::scalar<ts::i32> values, host integers or compile-time
+// integers, one per dimension;
 // extents are compile-time integers, one per dimension or fewer: a tile of lower rank covers the
 // innermost dimensions, and the leading offsets pick one index each (a batch of matrices):
 //
@@ -23,6 +24,7 @@
 #include "tessel/core/dtype.hpp"
 #include "tessel/core/index.hpp"
 #include "tessel/core/location.hpp"
+#include "tessel/core/scalar.hpp"
 #include "tessel/expr/tile.hpp"
 #include "tessel/ops/creation.hpp"
 
@@ -36,6 +38,8 @@ public:
   offset(I v) : constant_(static_cast<std::int64_t>(v)) {}
   template <detail::static_int S>
   offset(S) : constant_(static_cast<std::int64_t>(S::value)) {}
+  /// A ts::scalar<ts::i32> kernel parameter (or scalar arithmetic on one).
+  offset(const scalar<i32>& s) : value_(static_cast<index>(s).value()) {}
 
   /// The traced index (constants become arith.constant at `l`).
   trace::value materialize(trace::loc l) const {

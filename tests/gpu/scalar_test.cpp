@@ -1,0 +1,206 @@
+// scalar_test.cpp - runtime scalar kernel parameters (ts::scalar<ts::f32>, ts::scalar<ts::i32>;
+// docs/scalars.md) on the GPU:
+//   * C = bf16(alpha * (A @ B^T) + beta * D) in every schedule (cooperative and pingpong with
+//     both decompositions): integer-valued bf16 inputs and alpha, beta multiples of 1/4, so every
+//     f32 value is exact and each element must equal the host's bf16 rounding bit for bit;
+//     M x N x K = 200 x 304 x 192 (partial tiles), C and D with padded rows;
+//   * an elementwise kernel: Y[i] = max(X[i + shift] * (alpha + 1), f32(shift)), 100003 f32
+//     elements, with a positive and a negative i32 shift (reads past X's ends give 0);
+//   * each kernel is compiled once and launched twice with different values (plain C++ numbers and
+//     ts::value): both results are checked, and ts::detail::kernels_built() must not change across
+//     the launches (no recompilation, no launch-time variant per value).
+// Outputs are NaN-poisoned inside a sentinel-filled buffer with guards before and after (and the
+// padding of C's rows); nothing outside the output may change.
+#include <gtest/gtest.h>
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "bench_util.h"
+#include "gpu_test_util.hpp"
+#include "kernel_cache.hpp"
+#include "scalar_kernels.hpp"
+
+namespace ts = tessel;
+namespace tb = tessel_bench;
+
+namespace {
+
+constexpr unsigned char kSentinel = 0xA5;
+constexpr std::int64_t kGuard = 1024;  // bytes before and after every output
+
+/// Bytes outside the first `cols` elements of each of `rows` rows of `ld` (after the front guard)
+/// that no longer hold the sentinel.
+std::int64_t count_guard_changes(const std::vector<unsigned char>& host, std::int64_t rows, std::int64_t cols,
+                                 std::int64_t ld, std::int64_t esize) {
+  std::int64_t bad = 0;
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(host.size()); ++i) {
+    std::int64_t rel = i - kGuard;
+    bool inside = false;
+    if (rel >= 0 && rel < rows * ld * esize) inside = (rel / esize) % ld < cols;
+    if (!inside && host[i] != kSentinel) ++bad;
+  }
+  return bad;
+}
+
+struct gemm_config {
+  ts::schedule schedule;
+  ts::decomposition decomposition;
+};
+
+std::string label(const gemm_config& c) {
+  std::string s = ts::to_string(c.schedule);
+  if (c.decomposition == ts::decomposition::data_parallel) s += "_data_parallel";
+  return s;
+}
+
+class ScalarGemm : public ::testing::TestWithParam<gemm_config> {};
+
+TEST_P(ScalarGemm, AlphaBetaEpilogueTwoValuesOneCompile) {
+  TESSEL_REQUIRE_GPU();
+  const gemm_config& cfg = GetParam();
+  auto& ck = tessel_gpu_test::cached("scalar_gemm_alpha_beta:" + label(cfg), [&] {
+    ts::options o;
+    o.schedule = cfg.schedule;
+    o.decomposition = cfg.decomposition;
+    o.stages = cfg.schedule == ts::schedule::multistage ? 3 : 4;
+    return ts::jit(tessel_test::gemm_alpha_beta<128, 128>{}, o);
+  });
+  ASSERT_TRUE(ck.kernel) << ck.error;
+  const ts::kernel& k = *ck.kernel;
+
+  const std::int64_t M = 200, N = 304, K = 192, ld = N + 8;  // rows of C and D: 624 bytes (16-aligned)
+  std::mt19937 rng(std::uint32_t(101 + int(cfg.schedule) * 7 + int(cfg.decomposition)));
+  std::uniform_int_distribution<int> small(-2, 2), dval(-4, 4);
+  std::vector<std::uint16_t> a(M * K), b(N * K), d(M * ld, 0);
+  std::vector<float> af(M * K), bf(N * K), dfv(M * ld, 0.f);
+  for (std::int64_t i = 0; i < M * K; ++i) af[i] = float(small(rng)), a[i] = tb::float_to_bf16(af[i]);
+  for (std::int64_t i = 0; i < N * K; ++i) bf[i] = float(small(rng)), b[i] = tb::float_to_bf16(bf[i]);
+  for (std::int64_t m = 0; m < M; ++m)
+    for (std::int64_t n = 0; n < N; ++n) dfv[m * ld + n] = float(dval(rng)), d[m * ld + n] = tb::float_to_bf16(dfv[m * ld + n]);
+  std::vector<float> acc(M * N);
+  for (std::int64_t m = 0; m < M; ++m)
+    for (std::int64_t n = 0; n < N; ++n) {
+      double s = 0;
+      for (std::int64_t kk = 0; kk < K; ++kk) s += double(af[m * K + kk]) * double(bf[n * K + kk]);
+      acc[m * N + n] = float(s);  // exact: |s| <= 768
+    }
+
+  tb::device_buffer da(M * K * 2), db(N * K * 2), dd(M * ld * 2), dc(M * ld * 2 + 2 * kGuard);
+  ASSERT_EQ(cudaMemcpy(da.get(), a.data(), M * K * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(db.get(), b.data(), N * K * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dd.get(), d.data(), M * ld * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  void* C = dc.as<unsigned char>() + kGuard;
+
+  const std::uint64_t built = ts::detail::kernels_built();
+  // Two launches of the one kernel; the second passes its scalars through ts::value (a double alpha).
+  const struct {
+    float alpha, beta;
+  } runs[] = {{1.5f, -0.25f}, {-0.75f, 2.0f}};
+  for (int run = 0; run < 2; ++run) {
+    const float alpha = runs[run].alpha, beta = runs[run].beta;
+    ASSERT_EQ(cudaMemset(dc.get(), kSentinel, dc.bytes()), cudaSuccess);
+    ASSERT_EQ(cudaMemset2D(C, ld * 2, 0xFF, N * 2, M), cudaSuccess);  // NaN-poison C itself
+    const ts::grid g{unsigned((M + 127) / 128), unsigned((N + 127) / 128)};
+    auto A = ts::view<ts::bf16>(da.get(), {M, K}), B = ts::view<ts::bf16>(db.get(), {N, K});
+    auto D = ts::view<ts::bf16>(dd.get(), {M, N}, {ld, 1}), Cv = ts::view<ts::bf16>(C, {M, N}, {ld, 1});
+    if (run == 0)
+      k.launch(nullptr, g, A, B, alpha, beta, D, Cv);
+    else
+      k.launch(nullptr, g, A, B, ts::value(double(alpha)), ts::value(beta), D, Cv);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+
+    std::vector<unsigned char> host(dc.bytes());
+    ASSERT_EQ(cudaMemcpy(host.data(), dc.get(), host.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(count_guard_changes(host, M, N, ld, 2), 0) << "run " << run << ": bytes outside C changed";
+    std::int64_t bad = 0;
+    for (std::int64_t m = 0; m < M; ++m)
+      for (std::int64_t n = 0; n < N; ++n) {
+        const float want_f = acc[m * N + n] * alpha + dfv[m * ld + n] * beta;  // exact in f32
+        const std::uint16_t want = tb::float_to_bf16(want_f);
+        std::uint16_t got;
+        std::memcpy(&got, host.data() + kGuard + (m * ld + n) * 2, 2);
+        if (got != want && bad++ < 5)
+          ADD_FAILURE() << label(cfg) << " run " << run << " (alpha " << alpha << ", beta " << beta << ") C(" << m
+                        << ", " << n << ") = " << tb::bf16_to_float(got) << ", want " << tb::bf16_to_float(want);
+      }
+    EXPECT_EQ(bad, 0) << label(cfg) << " run " << run << ": " << bad << " of " << M * N << " elements differ";
+  }
+  EXPECT_EQ(ts::detail::kernels_built(), built)
+      << "launching with new scalar values built a kernel (a recompilation or a launch-time variant)";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllSchedules, ScalarGemm,
+    ::testing::Values(gemm_config{ts::schedule::multistage, ts::decomposition::automatic},
+                      gemm_config{ts::schedule::tma, ts::decomposition::automatic},
+                      gemm_config{ts::schedule::warp_specialized, ts::decomposition::automatic},
+                      gemm_config{ts::schedule::cooperative, ts::decomposition::automatic},
+                      gemm_config{ts::schedule::cooperative, ts::decomposition::data_parallel},
+                      gemm_config{ts::schedule::pingpong, ts::decomposition::automatic},
+                      gemm_config{ts::schedule::pingpong, ts::decomposition::data_parallel}),
+    [](const ::testing::TestParamInfo<gemm_config>& i) { return label(i.param); });
+
+TEST(ScalarElementwise, ScaleShiftTwoValuesOneCompile) {
+  TESSEL_REQUIRE_GPU();
+  auto& ck = tessel_gpu_test::cached("scalar_scale_shift", [] { return ts::jit(tessel_test::scale_shift{}); });
+  ASSERT_TRUE(ck.kernel) << ck.error;
+  const ts::kernel& k = *ck.kernel;
+
+  const std::int64_t n = 100003;
+  std::mt19937 rng(23);
+  std::uniform_real_distribution<float> u(-10.f, 10.f);
+  std::vector<float> x(n);
+  for (float& v : x) v = u(rng);
+  tb::device_buffer dx(n * 4), dy(n * 4 + 2 * kGuard);
+  ASSERT_EQ(cudaMemcpy(dx.get(), x.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  auto* y = reinterpret_cast<float*>(dy.as<unsigned char>() + kGuard);
+
+  const std::uint64_t built = ts::detail::kernels_built();
+  const struct {
+    float alpha;
+    int shift;
+  } runs[] = {{0.5f, 3}, {-2.0f, -5}};
+  for (int run = 0; run < 2; ++run) {
+    const float alpha = runs[run].alpha;
+    const int shift = runs[run].shift;
+    ASSERT_EQ(cudaMemset(dy.get(), kSentinel, dy.bytes()), cudaSuccess);
+    tb::poison_nan(y, n * 4);
+    const ts::grid g{unsigned((n + 1023) / 1024)};
+    if (run == 0)
+      k.launch(nullptr, g, ts::view<ts::f32>(dx.get(), {n}), alpha, shift, ts::view<ts::f32>(y, {n}));
+    else
+      k.launch(nullptr, g, ts::view<ts::f32>(dx.get(), {n}), ts::value(alpha), ts::value(std::int64_t(shift)),
+               ts::view<ts::f32>(y, {n}));
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+
+    std::vector<unsigned char> host(dy.bytes());
+    ASSERT_EQ(cudaMemcpy(host.data(), dy.get(), host.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(count_guard_changes(host, 1, n, n, 4), 0) << "run " << run << ": bytes outside Y changed";
+    const float factor = alpha + 1.0f, lo = float(shift);
+    std::int64_t bad = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int64_t src = i + shift;
+      const float xs = src >= 0 && src < n ? x[src] : 0.0f;
+      const float p = xs * factor;
+      const float want = p > lo ? p : (p < lo ? lo : p);
+      float got;
+      std::memcpy(&got, host.data() + kGuard + i * 4, 4);
+      if (!(got == want) && bad++ < 5)
+        ADD_FAILURE() << "run " << run << " (alpha " << alpha << ", shift " << shift << ") Y[" << i << "] = " << got
+                      << ", want " << want;
+    }
+    EXPECT_EQ(bad, 0) << "run " << run << ": " << bad << " of " << n << " elements differ";
+  }
+  EXPECT_EQ(ts::detail::kernels_built(), built)
+      << "launching with new scalar values built a kernel (a recompilation or a launch-time variant)";
+}
+
+}  // namespace
