@@ -22,6 +22,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <unistd.h>
 
@@ -258,7 +259,15 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
   if (k.name.empty())
     throw fail("the traced module has no tessel.kernel function");
 
+  // k.timings: the wall time of each step (the JIT latency benchmark prints them).
+  auto t0 = std::chrono::steady_clock::now();
+  auto lap = [&](std::string what) {
+    auto now = std::chrono::steady_clock::now();
+    k.timings.emplace_back(std::move(what), std::chrono::duration<double, std::milli>(now - t0).count());
+    t0 = now;
+  };
   k.stages.emplace_back("01-tessel.mlir", printIR(module, /*locations=*/true));
+  lap("print traced IR");
 
   ::tessel::PipelineOptions po;
   po.schedule = scheduleName(o.schedule);
@@ -273,7 +282,9 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
     build(pm);
     if (failed(pm.run(module)))
       throw fail(what);
+    lap(std::string("passes -> ") + stage);
     k.stages.emplace_back(stage, printIR(module, locations));
+    lap(std::string("print ") + stage);
   };
   // Tessel- and Hopper-level stages keep the user's source locations (a
   // hopper.mma_schedule points at the ts::dot line); from 09 on, the kernel's
@@ -326,11 +337,15 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
 
   mlir::tessel::PTXOptions ptxOptions;
   ptxOptions.chip = k.arch;
+  lap("kernel ABI");
   auto ptx = mlir::tessel::translateToPTX(module, ptxOptions);
   if (failed(ptx)) {
     input = printIR(module, /*locations=*/true);
     throw fail("PTX generation failed");
   }
+  for (const auto &[what, ms] : ptx->timings)
+    k.timings.emplace_back(what, ms);
+  t0 = std::chrono::steady_clock::now();
   k.stages.emplace_back("12-kernel.ll", ptx->llvmIR);
   k.stages.emplace_back("13-kernel.opt.ll", ptx->llvmIROpt);
   k.ptx = ptx->ptx;
@@ -344,5 +359,6 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
   } else {
     k.ptxasLog = "ptxas not found: the driver will JIT the PTX at load time\n";
   }
+  lap("ptxas");
   return k;
 }

@@ -21,7 +21,10 @@
 #include "tessel/Runtime/Kernel.h"
 #include "tessel/Transforms/OperandLayout.h"
 
+#include "tessel/Dialect/Tessel/Tessel.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -29,9 +32,11 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <atomic>
+#include <chrono>
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 
 namespace {
 
@@ -124,6 +129,10 @@ tessel::CompiledKernel compileVariant(const VariantSource &src, const tessel::de
     if (r.contiguousDims[i] >= 0)
       why += (why.empty() ? "" : ", ") + ("argument " + std::to_string(i) + " contiguous along dimension " +
                                           std::to_string(r.contiguousDims[i]));
+  if (r.schedule)
+    why += std::string(why.empty() ? "" : ", ") + "schedule::automatic's choice for the launch's shape: " +
+           tessel::to_string(*r.schedule) + ", decomposition " +
+           tessel::decompositionName(r.decomposition.value_or(tessel::decomposition::automatic));
   if (r.multistage)
     why += std::string(why.empty() ? "" : ", ") + "schedule multistage (TMA fallback)";
   ++builtCount;
@@ -155,6 +164,10 @@ tessel::CompiledKernel compileVariant(const VariantSource &src, const tessel::de
                         mlir::IntegerAttr::get(mlir::IntegerType::get(&ctx, 64), r.contiguousDims[i]));
 
   tessel::options o = src.options;
+  if (r.schedule)  // schedule::automatic's choice for the launch's shape (AutoSchedule.h)
+    o.schedule = *r.schedule;
+  if (r.decomposition)
+    o.decomposition = *r.decomposition;
   if (r.multistage) {
     o.schedule = tessel::schedule::multistage;
     o.stages = 0;        // the stage count was chosen for the other schedule's ring
@@ -184,6 +197,43 @@ tessel::CompiledKernel compileVariant(const VariantSource &src, const tessel::de
   if (!dumpDir.empty())
     tessel::runtime::writeStages(dumpDir + "/variant-" + r.tag, k);
   return k;
+}
+
+/// What schedule::automatic needs from the traced GEMM (AutoSchedule.h): the tile and element
+/// type of its (first) tessel.dot, and the argument dimension its k-loop runs to
+/// (`scf.for ... to %d` with `%d = tessel.dim %argI, D`). nullopt when the kernel has no dot.
+std::optional<tessel::runtime::AutoGemmInfo> autoGemmInfo(mlir::ModuleOp module, const tessel::options &o) {
+  std::optional<tessel::runtime::AutoGemmInfo> info;
+  module.walk([&](mlir::tessel::DotOp dot) {
+    if (info)
+      return;
+    auto a = mlir::cast<mlir::RankedTensorType>(dot.getA().getType());
+    auto c = mlir::cast<mlir::RankedTensorType>(dot.getType());
+    tessel::runtime::AutoGemmInfo g;
+    g.bm = static_cast<int>(c.getDimSize(0));
+    g.bn = static_cast<int>(c.getDimSize(1));
+    g.bk = static_cast<int>(a.getDimSize(1));
+    mlir::Type e = a.getElementType();
+    g.type = e.isBF16() ? tessel::dtype::bf16 : e.isF16() ? tessel::dtype::f16 : e.isF32() ? tessel::dtype::f32
+                                                                                     : tessel::dtype::i32;
+    if (auto loop = dot->getParentOfType<mlir::scf::ForOp>())
+      if (auto dim = loop.getUpperBound().getDefiningOp<mlir::tessel::DimOp>())
+        if (auto arg = mlir::dyn_cast<mlir::BlockArgument>(dim->getOperand(0))) {
+          g.kArg = static_cast<int>(arg.getArgNumber());
+          g.kDim = static_cast<int>(dim.getAxis());
+        }
+    g.user = o;
+    info = g;
+  });
+  return info;
+}
+
+/// Fast in-memory hits for stateless functors (jit.hpp: `detail::find_kernel`): the kernel of a
+/// functor type with no data members and given options, found without tracing again.
+std::mutex fastMutex;
+std::map<std::string, std::shared_ptr<tessel::detail::kernel_impl>> &fastCache() {
+  static std::map<std::string, std::shared_ptr<tessel::detail::kernel_impl>> c;
+  return c;
 }
 
 } // namespace
@@ -219,12 +269,32 @@ std::shared_ptr<kernel_impl> finish_and_compile(const options &o) {
       llvm::raw_string_ostream os(source->text);
       traced->module->print(os, mlir::OpPrintingFlags().enableDebugInfo(/*enable=*/true, /*prettyForm=*/false));
     }
-    source->options = o;
+    // schedule::automatic on a GEMM: compile what the rule picks for a large K now (the tile and
+    // dtype are known, K is not); launches with another choice get a variant (AutoSchedule.h).
+    options resolved = o;
+    std::optional<runtime::AutoGemmInfo> gemm;
+    runtime::AutoChoice eager;
+    if (o.schedule == schedule::automatic) {
+      gemm = autoGemmInfo(*traced->module, o);
+      if (gemm) {
+        std::string why;
+        eager = runtime::chooseAutomatic(*gemm, -1, &why);
+        resolved.schedule = eager.schedule;
+        resolved.decomposition = eager.decomposition;
+        if (verbose)
+          std::cerr << "tessel: schedule auto: tile " << gemm->bm << "x" << gemm->bn << "x" << gemm->bk
+                    << ", compiling " << runtime::autoChoiceName(eager) << " now (" << why
+                    << "); the launch's K may pick another (K from argument " << gemm->kArg << " dimension "
+                    << gemm->kDim << ")\n";
+      }
+    }
+    source->options = resolved;
     source->dumpDir = dumpDir;
     ++builtCount;
     bool cached = false;
     CompiledKernel compiled = runtime::compileWithDiskCache(
-        diskKey(program, o), source->text, verbose, [&] { return compileModule(*traced->module, o); }, &cached);
+        diskKey(program, resolved), source->text, verbose,
+        [&] { return compileModule(*traced->module, resolved); }, &cached);
     source->name = compiled.name;
     source->program = std::move(program);
     if (verbose && !cached)
@@ -234,6 +304,8 @@ std::shared_ptr<kernel_impl> finish_and_compile(const options &o) {
     k = runtime::makeKernel(
         std::move(compiled), [source](const VariantRequest &r) { return compileVariant(*source, r); },
         o.verbose);
+    if (gemm)
+      k->setAutomatic(*gemm, eager);
     if (!knobs.disableCache) {
       std::lock_guard<std::mutex> lock(cacheMutex);
       cache().emplace(key, k);
@@ -249,5 +321,39 @@ std::shared_ptr<kernel_impl> finish_and_compile(const options &o) {
 void abandon_trace() noexcept { frontend::abandonTrace(); }
 
 std::uint64_t kernels_built() noexcept { return builtCount.load(); }
+
+namespace {
+/// The fast cache's key, or "" when a hit must go through finish_and_compile (which dumps and
+/// logs on a hit, and honours TESSEL_DISABLE_CACHE).
+std::string fastKey(const char *type, const options &o) {
+  if (!o.dump_dir.empty() || o.verbose)
+    return {};
+  const runtime::Knobs knobs = runtime::knobs();
+  if (knobs.disableCache || knobs.verbose || !knobs.dumpDir.empty())
+    return {};
+  return std::string(type) + "\n" + runtime::optionsKey(o);
+}
+} // namespace
+
+std::shared_ptr<kernel_impl> find_kernel(const char *type, const options &o) {
+  std::string key = fastKey(type, o);
+  if (key.empty())
+    return nullptr;
+  std::lock_guard<std::mutex> lock(fastMutex);
+  auto it = fastCache().find(key);
+  return it == fastCache().end() ? nullptr : it->second;
+}
+
+void remember_kernel(const char *type, const options &o, const std::shared_ptr<kernel_impl> &k) {
+  std::string key = fastKey(type, o);
+  if (key.empty() || !k)
+    return;
+  std::lock_guard<std::mutex> lock(fastMutex);
+  fastCache().emplace(std::move(key), k);
+}
+
+std::vector<std::pair<std::string, double>> compile_timings(const kernel_impl &k) {
+  return k.compiled().timings;
+}
 
 } // namespace tessel::detail

@@ -787,6 +787,8 @@ CompiledKernel compileWithDiskCache(const std::string& key, std::string_view tra
       }
       if (hit)
         *hit = true;
+      entry->kernel.timings.emplace_back(
+          "disk cache hit", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
       return std::move(entry->kernel);
     }
     // A source that moved (same program, other locations) is replaced
@@ -796,7 +798,15 @@ CompiledKernel compileWithDiskCache(const std::string& key, std::string_view tra
                    path.c_str(), why.c_str());
   }
 
+  const double lookupMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   CompiledKernel k = compile();
+  k.timings.insert(k.timings.begin(), {"disk cache miss", lookupMs});
+  const auto storeStart = std::chrono::steady_clock::now();
+  auto stored = [&] {
+    k.timings.emplace_back(
+        "disk cache store",
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - storeStart).count());
+  };
   if (unwritable(config.dir))
     return k;
   try {
@@ -807,6 +817,7 @@ CompiledKernel compileWithDiskCache(const std::string& key, std::string_view tra
     return k;
   }
   evictCacheEntries(config.dir, config.maxBytes);
+  stored();
   return k;
 }
 

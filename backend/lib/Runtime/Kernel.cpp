@@ -237,32 +237,81 @@ std::string firstLine(const std::string& s) {
 }
 }  // namespace
 
+void kernel_impl::setAutomatic(runtime::AutoGemmInfo info, runtime::AutoChoice eager) {
+  auto_ = std::move(info);
+  autoEager_ = eager;
+}
+
+std::optional<runtime::AutoChoice> kernel_impl::automaticChoice(std::span<const tensor_arg> args) const {
+  if (!auto_)
+    return std::nullopt;
+  std::int64_t k = -1;  // unknown: the rule treats it as large
+  if (auto_->kArg >= 0 && static_cast<size_t>(auto_->kArg) < args.size() && auto_->kDim >= 0 &&
+      auto_->kDim < args[auto_->kArg].rank)
+    k = args[auto_->kArg].sizes[auto_->kDim];
+  return chooseAutomatic(*auto_, k);
+}
+
 LoadedKernel& kernel_impl::select(std::span<const tensor_arg> args, grid g) {
   const CompiledKernel& p = compiled();
   validateCommonArgs(p, args, g);
   if (!compiler_)
     return primary_;  // nothing else can be built: validateArgs decides
-
-  const std::string schedule = p.schedule.empty() ? std::string("?") : p.schedule;
-  const std::string head = "kernel '" + p.name + "' (schedule " + schedule + ")";
-  const std::vector<int> key = layoutKey(args);
   if (nothingToDo(p, args, g))
     return primary_;  // launch() returns without launching
+  const std::vector<int> key = layoutKey(args);
+  // schedule::automatic: the rule's choice for this launch (AutoSchedule.h). The common case,
+  // the eager choice with the default layout, takes no string or allocation beyond layoutKey.
+  std::optional<runtime::AutoChoice> autoChoice = automaticChoice(args);
+  if (autoChoice && *autoChoice == autoEager_)
+    autoChoice.reset();
+
+  // Names for tags and messages, built only when a variant or a message needs them.
+  auto scheduleName = [&] {
+    return autoChoice ? autoChoiceName(*autoChoice) : p.schedule.empty() ? std::string("?") : p.schedule;
+  };
+  auto head = [&] {
+    return "kernel '" + p.name + "' (schedule " + (auto_ ? "auto: " : "") + scheduleName() + ")";
+  };
   if (tmaLoadsAnEmptyArg(p, args)) {
     // K == 0 (Kernel.h, launch contract 3): not a fallback, so no note and no TESSEL_FALLBACK check.
     if (verbose())
       std::fprintf(stderr, "tessel: %s: an empty argument (K == 0): launching the schedule multistage variant\n",
-                   head.c_str());
+                   head().c_str());
     return variant(VariantRequest{key, true, variantTag("multistage", key)});
   }
   LoadedKernel* chosen = &primary_;
   std::string layoutFailure;
-  if (!isDefaultLayout(key)) {
-    VariantRequest r{key, false, variantTag(schedule, key)};
+  if (autoChoice && verbose()) {
+    std::string why;
+    const std::int64_t k = auto_->kArg >= 0 && static_cast<size_t>(auto_->kArg) < args.size()
+                               ? args[auto_->kArg].sizes[auto_->kDim]
+                               : -1;
+    chooseAutomatic(*auto_, k, &why);
+    std::fprintf(stderr, "tessel: %s: K = %lld: %s\n", head().c_str(), static_cast<long long>(k), why.c_str());
+  }
+  if (autoChoice && isDefaultLayout(key)) {
+    VariantRequest r{key, false, variantTag(scheduleName(), key), autoChoice->schedule, autoChoice->decomposition};
     try {
       chosen = &variant(r);
     } catch (const tessel::error& e) {
-      layoutFailure = "schedule " + schedule + " could not be compiled for the layout of the arguments (" + r.tag +
+      // Not silent: the rule's choice failed to build (a tessel bug); the eager kernel still runs.
+      noteOnce("auto:" + r.tag, "tessel: note: " + head() + ": the automatic choice '" + r.tag +
+                                    "' could not be compiled: " + firstLine(e.what()) +
+                                    "; launching the eagerly compiled '" + autoChoiceName(autoEager_) + "' instead");
+      chosen = &primary_;
+    }
+  }
+  if (!isDefaultLayout(key)) {
+    VariantRequest r{key, false, variantTag(scheduleName(), key)};
+    if (autoChoice) {
+      r.schedule = autoChoice->schedule;
+      r.decomposition = autoChoice->decomposition;
+    }
+    try {
+      chosen = &variant(r);
+    } catch (const tessel::error& e) {
+      layoutFailure = "schedule " + scheduleName() + " could not be compiled for the layout of the arguments (" + r.tag +
                       "): " + firstLine(e.what());
       chosen = &primary_;
     }
@@ -272,23 +321,23 @@ LoadedKernel& kernel_impl::select(std::span<const tensor_arg> args, grid g) {
   std::optional<TmaViolation> violation = findTmaViolation(chosen->compiled(), args);
   if (!violation && layoutFailure.empty()) {
     if (chosen != &primary_ && verbose())
-      std::fprintf(stderr, "tessel: %s: launching variant '%s'\n", head.c_str(), chosen->compiled().variant.c_str());
+      std::fprintf(stderr, "tessel: %s: launching variant '%s'\n", head().c_str(), chosen->compiled().variant.c_str());
     return *chosen;
   }
   if (!violation) {
     // The primary reads every argument through pointers with its real
     // strides: correct for any layout, only slower.
-    noteOnce("layout:" + variantTag(schedule, key),
-             "tessel: note: " + head + ": " + layoutFailure + "; launching the default-layout kernel instead");
+    noteOnce("layout:" + variantTag(scheduleName(), key),
+             "tessel: note: " + head() + ": " + layoutFailure + "; launching the default-layout kernel instead");
     return primary_;
   }
 
   if (!layoutFailure.empty() && verbose())
-    std::fprintf(stderr, "tessel: %s: %s\n", head.c_str(), layoutFailure.c_str());
+    std::fprintf(stderr, "tessel: %s: %s\n", head().c_str(), layoutFailure.c_str());
   const std::string what = "argument " + std::to_string(violation->arg) + ": " + violation->message;
   const FallbackPolicy policy = fallbackPolicy();
   if (policy == FallbackPolicy::error)
-    throw tessel::error("tessel: " + head + " " + what +
+    throw tessel::error("tessel: " + head() + " " + what +
                         "; TESSEL_FALLBACK=error forbids falling back to schedule multistage, which needs no TMA "
                         "(unset it to fall back)");
   VariantRequest fallback{key, true, variantTag("multistage", key)};
@@ -296,15 +345,15 @@ LoadedKernel& kernel_impl::select(std::span<const tensor_arg> args, grid g) {
   try {
     ms = &variant(fallback);
   } catch (const tessel::error& e) {
-    throw tessel::error("tessel: " + head + " " + what + "; the fallback to schedule multistage failed: " +
+    throw tessel::error("tessel: " + head() + " " + what + "; the fallback to schedule multistage failed: " +
                         std::string(e.what()));
   }
   if (policy == FallbackPolicy::warn)
     noteOnce("tma:" + std::to_string(violation->arg) + ":" + violation->rule,
-             "tessel: note: " + head + " " + what + "; launching the schedule multistage variant instead "
+             "tessel: note: " + head() + " " + what + "; launching the schedule multistage variant instead "
              "(TESSEL_FALLBACK=quiet silences this note, TESSEL_FALLBACK=error makes it an error)");
   if (verbose())
-    std::fprintf(stderr, "tessel: %s: %s: launching variant '%s'\n", head.c_str(), what.c_str(),
+    std::fprintf(stderr, "tessel: %s: %s: launching variant '%s'\n", head().c_str(), what.c_str(),
                  ms->compiled().variant.c_str());
   return *ms;
 }

@@ -38,6 +38,7 @@
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Triple.h"
 
+#include <chrono>
 #include <csetjmp>
 #include <cstdio>
 #include <mutex>
@@ -48,6 +49,14 @@ void mlir::tessel::registerPTXTranslations(DialectRegistry &registry) {
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   registerNVVMDialectTranslation(registry);
+}
+
+/// Milliseconds since `t0`, and restarts it (for PTXResult::timings).
+static double lap(std::chrono::steady_clock::time_point &t0) {
+  auto now = std::chrono::steady_clock::now();
+  double ms = std::chrono::duration<double, std::milli>(now - t0).count();
+  t0 = now;
+  return ms;
 }
 
 static std::string print(const llvm::Module &m) {
@@ -136,7 +145,9 @@ FailureOr<tessel::PTXResult> mlir::tessel::translateToPTX(ModuleOp module,
         os << "\n";
       },
       &llvmErrors);
+  auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(module, *llvmContext, "tessel");
+  const double translateMs = lap(t0);
   if (!llvmModule)
     return module.emitError("translation to LLVM IR failed"), failure();
 
@@ -147,6 +158,7 @@ FailureOr<tessel::PTXResult> mlir::tessel::translateToPTX(ModuleOp module,
       at = fn;
   });
   PTXResult result;
+  result.timings.emplace_back("llvm translate", translateMs);
   std::string fatal;
   LogicalResult emitted = success();
   bool survived = guarded(
@@ -180,7 +192,9 @@ LogicalResult mlir::tessel::emitPTX(llvm::Module &llvmModule, const PTXOptions &
   llvmModule.setTargetTriple(triple);
   llvmModule.setDataLayout(tm->createDataLayout());
 
+  auto t0 = std::chrono::steady_clock::now();
   result.llvmIR = print(llvmModule);
+  result.timings.emplace_back("llvm print", lap(t0));
 
   {
     llvm::LoopAnalysisManager lam;
@@ -200,7 +214,9 @@ LogicalResult mlir::tessel::emitPTX(llvm::Module &llvmModule, const PTXOptions &
     llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(level);
     mpm.run(llvmModule, mam);
   }
+  result.timings.emplace_back("llvm O3", lap(t0));
   result.llvmIROpt = print(llvmModule);
+  result.timings.emplace_back("llvm print opt", lap(t0));
 
   llvm::SmallString<0> ptx;
   {
@@ -211,5 +227,6 @@ LogicalResult mlir::tessel::emitPTX(llvm::Module &llvmModule, const PTXOptions &
     pm.run(llvmModule);
   }
   result.ptx = std::string(ptx.str());
+  result.timings.emplace_back("llvm codegen", lap(t0));
   return success();
 }

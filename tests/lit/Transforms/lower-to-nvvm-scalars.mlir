@@ -3,11 +3,11 @@
 // recorded as "scalar:<argument>" in tessel.params, in argument order; tile expressions read it
 // where they splat it, in every schedule and in elementwise kernels.
 // RUN: tessel-opt %s -tessel-lower-to-nvvm | FileCheck %s --check-prefix=EW
-// RUN: tessel-opt %inputs/gemm_alpha_beta_128x128.mlir -tessel-select-schedule="schedule=tma" -tessel-lower-to-nvvm | FileCheck %s --check-prefixes=GEMM,TMA
-// RUN: tessel-opt %inputs/gemm_alpha_beta_128x128.mlir -tessel-select-schedule="schedule=multistage" -tessel-lower-to-nvvm | FileCheck %s --check-prefixes=GEMM,MS
-// RUN: tessel-opt %inputs/gemm_alpha_beta_128x128.mlir -tessel-select-schedule="schedule=warp_specialized" -tessel-lower-to-nvvm | FileCheck %s --check-prefixes=GEMM,TMA
-// RUN: tessel-opt %inputs/gemm_alpha_beta_128x128.mlir -tessel-select-schedule="schedule=cooperative" -tessel-lower-to-nvvm | FileCheck %s --check-prefixes=GEMM,TMA
-// RUN: tessel-opt %inputs/gemm_alpha_beta_128x128.mlir -tessel-select-schedule="schedule=pingpong" -tessel-lower-to-nvvm | FileCheck %s --check-prefixes=GEMM,TMA
+// RUN: tessel-opt %inputs/gemm_alpha_beta_128x128.mlir -tessel-select-schedule="schedule=tma" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefixes=GEMM,TMA
+// RUN: tessel-opt %inputs/gemm_alpha_beta_128x128.mlir -tessel-select-schedule="schedule=multistage" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefixes=GEMM,MS
+// RUN: tessel-opt %inputs/gemm_alpha_beta_128x128.mlir -tessel-select-schedule="schedule=warp_specialized" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefixes=GEMM,TMA
+// RUN: tessel-opt %inputs/gemm_alpha_beta_128x128.mlir -tessel-select-schedule="schedule=cooperative" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefixes=GEMM,TMA
+// RUN: tessel-opt %inputs/gemm_alpha_beta_128x128.mlir -tessel-select-schedule="schedule=pingpong" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefixes=GEMM,TMA
 
 // A (ptr, 2 sizes, 2 strides: %arg0-4), B (%arg5-9), then alpha and beta as f32 values.
 // GEMM-LABEL: llvm.func @gemm_alpha_beta(

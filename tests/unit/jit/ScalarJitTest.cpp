@@ -55,7 +55,7 @@ TEST_F(ScalarJit, CompilesInEverySchedule) {
     // A (ptr, 2 sizes, 2 strides) and B are parameters 0-9; alpha and beta follow as f32 values.
     EXPECT_THAT(ptx, HasSubstr(".param .f32 " + k.name() + "_param_10,"));
     EXPECT_THAT(ptx, HasSubstr(".param .f32 " + k.name() + "_param_11,"));
-    EXPECT_THAT(k.stage("hopper"), HasSubstr("\"scalar:2\", \"scalar:3\""));
+    EXPECT_THAT(k.stage("lower-to-nvvm"), HasSubstr("\"scalar:2\", \"scalar:3\""));
   }
   ts::kernel ew = ts::jit(tessel_test::scale_shift{});
   EXPECT_THAT(ew.stage("ptx"), HasSubstr(".param .f32 " + ew.name() + "_param_3,"));

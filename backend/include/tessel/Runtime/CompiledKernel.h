@@ -101,6 +101,11 @@ struct CompiledKernel {
   std::string ptxasLog;
   /// Every stage, in pipeline order: {"01-tessel.mlir", text}, ..., {"kernel.ptx", ptx}.
   std::vector<std::pair<std::string, std::string>> stages;
+  /// Where the compile's time went, in order: {"schedule passes", ms}, ..., {"ptxas", ms}
+  /// (compileModule), and {"disk cache", ms} (the lookup, and the store after a miss). Not
+  /// stored in the disk cache: a kernel read from it has only the lookup. Printed by the JIT
+  /// latency benchmark (tools/tessel-latency) and under TESSEL_VERBOSE.
+  std::vector<std::pair<std::string, double>> timings;
 };
 
 }  // namespace tessel

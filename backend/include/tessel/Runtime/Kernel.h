@@ -48,6 +48,7 @@
 #include <string>
 #include <vector>
 
+#include "tessel/Runtime/AutoSchedule.h"
 #include "tessel/Runtime/CompiledKernel.h"
 #include "tessel/kernel/runtime_api.hpp"
 
@@ -63,6 +64,10 @@ struct VariantRequest {
   bool multistage = false;
   /// runtime::variantTag(schedule, contiguousDims): names the variant in logs and dumps.
   std::string tag;
+  /// schedule::automatic: compile with this schedule and decomposition instead of the eager
+  /// kernel's (the rule's choice for the launch's shape, tessel/Runtime/AutoSchedule.h).
+  std::optional<tessel::schedule> schedule;
+  std::optional<tessel::decomposition> decomposition;
 };
 
 /// Compiles the kernel's traced program again for a request. ts::jit installs one (it owns the
@@ -132,6 +137,14 @@ struct kernel_impl {
   /// Tags of the variants compiled (or attempted) so far, in order (tests, logs).
   std::vector<std::string> variantTags() const;
 
+  /// schedule::automatic (ts::jit calls this before the kernel is shared): every launch
+  /// evaluates runtime::chooseAutomatic(info, the launch's K); when the choice differs from
+  /// `eager` (what the primary was compiled as), select() launches the variant of that choice,
+  /// compiled once (tag runtime::autoChoiceName, then the layout as usual).
+  void setAutomatic(runtime::AutoGemmInfo info, runtime::AutoChoice eager);
+  /// The rule's choice for `args` (the eager one when not automatic or not a GEMM).
+  std::optional<runtime::AutoChoice> automaticChoice(std::span<const tensor_arg> args) const;
+
 private:
   struct Slot {
     std::once_flag once;
@@ -145,6 +158,8 @@ private:
   bool verbose() const;
 
   LoadedKernel primary_;
+  std::optional<runtime::AutoGemmInfo> auto_;
+  runtime::AutoChoice autoEager_;
   VariantCompiler compiler_;
   bool verbose_ = false;
   mutable std::mutex mutex_;

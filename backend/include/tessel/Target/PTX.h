@@ -10,6 +10,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/IR/Module.h"
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace mlir::tessel {
 
@@ -24,6 +26,9 @@ struct PTXResult {
   std::string llvmIR;     ///< after translation, before optimisation
   std::string llvmIROpt;  ///< after O3
   std::string ptx;
+  /// Wall time of each step in milliseconds, in order ("llvm translate", "llvm print",
+  /// "llvm O3", "llvm print opt", "llvm codegen"): the JIT latency benchmark prints them.
+  std::vector<std::pair<std::string, double>> timings;
 };
 
 /// Registers the LLVM IR translations this needs (builtin, llvm, nvvm).

@@ -8,6 +8,8 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tessel/core/export.hpp"
 #include "tessel/core/trace.hpp"
@@ -127,5 +129,12 @@ TESSEL_API std::uint64_t kernels_built() noexcept;
 /// True when a CUDA device is usable (libcuda loads, cuInit succeeds, one device exists);
 /// otherwise false and `why` says what is missing.
 TESSEL_API bool gpu_available(std::string* why = nullptr);
+/// The in-memory hit without tracing (jit.hpp, for functors without data members): the kernel
+/// remembered for functor type `type` (typeid name) and `o`, or null. Null too whenever a hit
+/// must go through finish_and_compile: a dump directory, verbose, or TESSEL_DISABLE_CACHE.
+TESSEL_API std::shared_ptr<kernel_impl> find_kernel(const char* type, const options& o);
+TESSEL_API void remember_kernel(const char* type, const options& o, const std::shared_ptr<kernel_impl>& k);
+/// Where the kernel's compile time went: {step, milliseconds}, in order (CompiledKernel::timings).
+TESSEL_API std::vector<std::pair<std::string, double>> compile_timings(const kernel_impl& k);
 }  // namespace detail
 }  // namespace tessel

@@ -1,0 +1,61 @@
+//===- AutoSchedule.h - what schedule::automatic picks, per shape --*- C++ -*-===//
+//
+// The one rule behind `schedule::automatic` (and `decomposition::automatic`
+// under it). Its inputs are what the program leaves open and what the launch
+// knows; its outputs are a schedule and a decomposition. The tile (BM x BN x
+// BK) is the program's and is never changed; stages, raster group and cluster
+// keep their own defaults (see AutoSchedule.cpp for the measurements behind
+// each line). No MLIR or CUDA types: unit-testable without a GPU.
+//
+// How it is used (backend/lib/Pipelines/Jit.cpp, backend/lib/Runtime/Kernel.cpp):
+//  - ts::jit with schedule::automatic reads the GEMM's tile, element type and
+//    where K comes from (the traced loop's bound `tessel.dim %argI, d`) off the
+//    traced program, and compiles eagerly what the rule picks for a problem
+//    of unknown (large) K;
+//  - every launch evaluates the rule with the launch's K (a few integer
+//    comparisons); when it picks another configuration than the eager one,
+//    that configuration is compiled once (a launch-time variant, cached in
+//    memory and on disk like the layout variants) and launched.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tessel/kernel/runtime_api.hpp"
+
+namespace tessel::runtime {
+
+/// What the traced GEMM fixes (read once at ts::jit time).
+struct AutoGemmInfo {
+  int bm = 0, bn = 0, bk = 0;  ///< the program's tile
+  dtype type = dtype::bf16;    ///< the dot's operand element type
+  /// Where K comes from at launch: sizes[kDim] of argument kArg (the traced k-loop's upper bound);
+  /// kArg = -1 when the program's loop bound is not an argument's dimension (K then counts as
+  /// unknown, i.e. large).
+  int kArg = -1, kDim = -1;
+  /// The user's options (schedule::automatic; the rest as given).
+  options user;
+};
+
+/// What the rule picks.
+struct AutoChoice {
+  tessel::schedule schedule = tessel::schedule::tma;
+  tessel::decomposition decomposition = tessel::decomposition::automatic;
+  /// The rule's line that decided: 0..4 (R0..R4 in AutoSchedule.cpp).
+  int rule = -1;
+  bool operator==(const AutoChoice& o) const {
+    return schedule == o.schedule && decomposition == o.decomposition;
+  }
+};
+
+/// The rule. `k` is the launch's K (elements; < 0 = unknown, treated as large). With `why`,
+/// the deciding line and its measurement are written there (the launch path passes none: no
+/// string is built per launch).
+AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* why = nullptr);
+
+/// "pingpong", "cooperative-dp", "cooperative-sk": the name of a choice in variant tags.
+std::string autoChoiceName(const AutoChoice& c);
+
+}  // namespace tessel::runtime

@@ -1,0 +1,118 @@
+//===- AutoSchedule.cpp - the rule of schedule::automatic -------------------===//
+//
+// Every line of the rule cites the runs of docs/benchmarks.md it comes from
+// (H200, bf16, C = A B^T, TN layout, tessel-bench; ratios are tessel / cuBLASLt
+// in the same run, so they compare across configurations of one run). The
+// rule only chooses among configurations that were measured; where nothing was
+// measured it keeps tessel's previous default (`tma`) and says so.
+//
+// Inputs: the program's tile and element type, the user's options, and the
+// launch's K. What is NOT chosen here, and why:
+//  - the tile: it is the program's (the functor's BM, BN, BK);
+//  - stages: options::stages = 0 already picks as many as fit, at most 4
+//    (SelectSchedule); every run below used 4, and run 8's sweep found 3 and
+//    4 within noise of each other on the large shapes;
+//  - cluster: 1x1 (the default); clusters 2x1 / 1x2 are at parity with 1x1
+//    since the remote-arrive fix and read 40% more DRAM on the wide shape
+//    (runs 6, 7, 17), so automatic never asks for one (a user's cluster is kept);
+//  - raster group: tessel's default 8 (run 8's sweep: 8 within noise of the best);
+//  - M and N: the stream-K plan inside the cooperative / pingpong kernels already
+//    adapts to the number of tiles (last wave, fewer tiles than SMs), so the
+//    rule needs only K.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessel/Runtime/AutoSchedule.h"
+#include "tessel/Runtime/Kernel.h"
+
+namespace tessel::runtime {
+
+namespace {
+/// SelectSchedule's limit for pingpong: each consumer warpgroup holds a whole
+/// tile, (BM / 64) x BN / 2 f32 registers per thread, at most 128.
+bool pingpongFits(int bm, int bn) { return bm % 64 == 0 && bm <= 128 && (bm / 64) * bn / 2 <= 128; }
+}  // namespace
+
+AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* why) {
+  AutoChoice c;
+  auto explain = [&](int rule, auto text) {
+    c.rule = rule;
+    if (why)
+      *why = text();
+  };
+  const options& u = g.user;
+  const bool clustered = u.cluster[0] * u.cluster[1] > 1;
+  // A decomposition the user chose is theirs; stream-K exists only for 1x1 clusters.
+  auto decomposition = [&](tessel::decomposition ruled) {
+    if (u.decomposition != tessel::decomposition::automatic)
+      return u.decomposition;
+    return clustered ? tessel::decomposition::automatic : ruled;
+  };
+
+  // R0. Only 16-bit operands (bf16, f16: one wgmma kind) were measured with the persistent
+  //     schedules; anything else keeps tessel's previous default.
+  if (g.type != dtype::bf16 && g.type != dtype::f16) {
+    c.schedule = tessel::schedule::tma;
+    explain(0, [&] { return std::string(std::string("R0: ") + dtypeName(g.type) + " operands: no measurement of the persistent schedules, "
+            "keeping tma"); });
+    return c;
+  }
+  // R1. Tiles the warp-specialized schedules cannot take (BM > 192 for cooperative, BM x BN
+  //     over 128 x 128 for pingpong): tma, as before (unmeasured against anything else).
+  const bool pingpong = pingpongFits(g.bm, g.bn);
+  if (!pingpong && (g.bm > 192 || g.bm % 64 != 0)) {
+    c.schedule = tessel::schedule::tma;
+    explain(1, [&] { return std::string("R1: tile " + std::to_string(g.bm) + "x" + std::to_string(g.bn) +
+            " fits neither cooperative nor pingpong, keeping tma"); });
+    return c;
+  }
+  const std::int64_t kIterations = k < 0 || g.bk <= 0 ? -1 : (k + g.bk - 1) / g.bk;
+  if (pingpong) {
+    // R2. Tiles up to 128x128: pingpong (its epilogue overlaps the other consumer's mainloop).
+    //     Run 19, 128x128 tiles, best of {cooperative, pingpong} x {stream-K, whole tiles}: pingpong
+    //     on all six of issue 3's shapes (8192^3 1.098, 4096^3 1.012, 4096x14336x4096 1.051,
+    //     4096x4096x14336 1.023, 8192x28672x8192 0.988, 16384x8192x1024 1.175); cooperative
+    //     128x128's best is 0.88-0.99x of it (16384x8192x1024: 1.036 vs 1.175). Runs 14, 16 agree.
+    c.schedule = tessel::schedule::pingpong;
+    if (kIterations >= 0 && kIterations <= 16) {
+      // R3. Short K (<= 16 k-iterations per tile): whole tiles. 16384x8192x1024 (16 iterations):
+      //     pingpong whole tiles 1.175 / 1.160 / 1.169 vs stream-K kernel 1.139 / 1.144 / 1.146
+      //     (runs 19 / 20 / 21), even where the stream-K plan keeps whole tiles (runs 20-21).
+      c.decomposition = decomposition(tessel::decomposition::data_parallel);
+      explain(3, [&] { return std::string("R3: pingpong, whole tiles: " + std::to_string(kIterations) +
+              " k-iterations per tile (<= 16; runs 19-21: 16384x8192x1024 1.160-1.175 vs 1.139-1.146 with "
+              "the stream-K kernel)"); });
+    } else {
+      // R2 continued. Longer K: the kernel's stream-K plan (decomposition automatic), which
+      //     splits the last wave where that shortens the longest CTA by >= 2%. Run 19: 8192^3
+      //     1.098 vs 1.049 whole tiles, 4096x14336x4096 1.051 vs 1.001, 4096^3 1.012 vs 1.001;
+      //     4096x4096x14336 1.021 vs 1.023 and 8192x28672x8192 0.988 vs 0.986 (within noise).
+      c.decomposition = decomposition(tessel::decomposition::automatic);
+      explain(2, [&] { return std::string(std::string("R2: pingpong with the stream-K plan: tile <= 128x128, ") +
+              (kIterations < 0 ? "K unknown" : std::to_string(kIterations) + " k-iterations per tile") +
+              " (run 19: best on all six large shapes)"); });
+    }
+    return c;
+  }
+  // R4. Wider tiles (BN > 128, BM <= 192): cooperative with the stream-K plan. Run 19, 128x256:
+  //     8192^3 1.070 vs 1.031 whole tiles, 4096x14336x4096 1.017 vs 0.994, 4096x4096x14336 1.028
+  //     vs 1.010, 16384x8192x1024 1.062 vs 1.033, 4096^3 1.000 vs 1.002, 8192x28672x8192 0.992 vs
+  //     1.002 (the plan keeps whole tiles there since run 20); run 15: 128x8192x8192 0.781 vs
+  //     0.493. Pingpong cannot hold a 128x256 tile.
+  c.schedule = tessel::schedule::cooperative;
+  c.decomposition = decomposition(tessel::decomposition::automatic);
+  explain(4, [&] { return std::string("R4: cooperative with the stream-K plan: tile " + std::to_string(g.bm) + "x" + std::to_string(g.bn) +
+          " is too wide for pingpong (runs 15, 19: stream-K >= whole tiles - 1% on every measured shape)"); });
+  return c;
+}
+
+std::string autoChoiceName(const AutoChoice& c) {
+  std::string n = to_string(c.schedule);
+  if (c.decomposition == tessel::decomposition::data_parallel)
+    n += "-dp";
+  else if (c.decomposition == tessel::decomposition::stream_k)
+    n += "-sk";
+  return n;
+}
+
+}  // namespace tessel::runtime

@@ -1,0 +1,87 @@
+//===- AutoJitTest.cpp - schedule::automatic through the real compiler -------===//
+//
+// ts::jit with schedule::automatic compiles the rule's choice for a large K eagerly; a launch
+// whose K makes the rule pick another configuration compiles that variant once (before the
+// launch looks for a GPU, so this runs here; the launch then fails with "no GPU" or, on a GPU,
+// on the fake addresses). A second launch of the same shape does not compile again.
+//
+//===----------------------------------------------------------------------===//
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "scoped_env.hpp"
+#include "02_gemm/gemm.hpp"
+
+namespace ts = tessel;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+namespace {
+
+const void* fake(std::uintptr_t a) { return reinterpret_cast<const void*>(a); }
+
+std::string launchStderr(ts::kernel& k, std::int64_t M, std::int64_t N, std::int64_t K) {
+  ::testing::internal::CaptureStderr();
+  try {
+    k.launch(nullptr, ts::grid{unsigned(M / 128), unsigned(N / 128)}, ts::view<ts::bf16>(fake(0x100000), {M, K}),
+             ts::view<ts::bf16>(fake(0x200000), {N, K}), ts::view<ts::bf16>(fake(0x300000), {M, N}));
+  } catch (const ts::error&) {
+  }
+  std::string err = ::testing::internal::GetCapturedStderr();
+  std::printf("%s", err.c_str());
+  return err;
+}
+
+int count(const std::string& s, const std::string& what) {
+  int n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+TEST(AutoJit, ShortKLaunchesThePingpongWholeTileVariantOnceAndLargeKTheEagerKernel) {
+  tessel_test::scoped_env fresh{"TESSEL_DISABLE_CACHE", "1"};
+  ::testing::internal::CaptureStderr();
+  ts::kernel k = ts::jit(examples::gemm<128, 128, 64>{}, {.schedule = ts::schedule::automatic, .verbose = true});
+  std::string jitLog = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(jitLog, HasSubstr("schedule auto: tile 128x128x64, compiling pingpong now"));
+  EXPECT_THAT(k.stage("select-schedule"), HasSubstr("pingpong"));
+
+  // K = 4096: the eager choice, no variant.
+  std::string big = launchStderr(k, 256, 256, 4096);
+  EXPECT_THAT(big, Not(HasSubstr("compiling variant")));
+  // K = 1024 (16 k-iterations): pingpong with whole tiles, compiled once.
+  std::string first = launchStderr(k, 256, 256, 1024);
+  EXPECT_THAT(first, HasSubstr("compiling variant 'pingpong-dp'"));
+  EXPECT_THAT(first, HasSubstr("R3: pingpong, whole tiles"));
+  std::string second = launchStderr(k, 256, 256, 1024) + launchStderr(k, 512, 256, 512);
+  EXPECT_EQ(count(second, "compiling variant"), 0) << "a cached launch compiled again";
+  EXPECT_THAT(second, HasSubstr("launching variant 'pingpong-dp'"));
+}
+
+TEST(AutoJit, WideTileIsCooperative) {
+  tessel_test::scoped_env fresh{"TESSEL_DISABLE_CACHE", "1"};
+  ts::kernel k = ts::jit(examples::gemm<128, 256, 64>{}, {.schedule = ts::schedule::automatic});
+  EXPECT_THAT(k.stage("select-schedule"), HasSubstr("cooperative"));
+  std::string log = launchStderr(k, 256, 512, 1024);
+  EXPECT_THAT(log, Not(HasSubstr("compiling variant")));
+}
+
+TEST(AutoJit, InMemoryHitReturnsTheSameKernelWithoutCompiling) {
+  tessel_test::scoped_env cache{"TESSEL_DISABLE_CACHE", std::nullopt};
+  tessel_test::scoped_env dump{"TESSEL_DUMP_DIR", std::nullopt};
+  tessel_test::scoped_env verbose{"TESSEL_VERBOSE", std::nullopt};
+  ts::kernel a = ts::jit(examples::gemm<128, 128, 64>{}, {.schedule = ts::schedule::tma, .stages = 3});
+  ::testing::internal::CaptureStderr();
+  ts::kernel b = ts::jit(examples::gemm<128, 128, 64>{}, {.schedule = ts::schedule::tma, .stages = 3});
+  std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(log, "");
+  EXPECT_EQ(a.stage("ptx"), b.stage("ptx"));
+  // The same compile record: the second ts::jit compiled nothing.
+  EXPECT_EQ(a.compile_timings(), b.compile_timings());
+  for (const auto& [step, ms] : a.compile_timings()) std::printf("  %-32s %8.2f ms\n", step.c_str(), ms);
+}
+
+}  // namespace

@@ -1,0 +1,74 @@
+//===- AutoScheduleTest.cpp - which configuration schedule::automatic picks --===//
+//
+// The rule of backend/lib/Runtime/AutoSchedule.cpp, shape by shape (the tessel-bench default
+// shapes and tiles): a change of the rule shows up here and must come with its measurement.
+//
+//===----------------------------------------------------------------------===//
+
+#include <gtest/gtest.h>
+
+#include "tessel/Runtime/AutoSchedule.h"
+
+namespace ts = tessel;
+using tessel::runtime::AutoChoice;
+using tessel::runtime::AutoGemmInfo;
+using tessel::runtime::autoChoiceName;
+using tessel::runtime::chooseAutomatic;
+
+namespace {
+
+AutoGemmInfo gemm(int bm, int bn, ts::dtype t = ts::dtype::bf16) {
+  AutoGemmInfo g;
+  g.bm = bm;
+  g.bn = bn;
+  g.bk = 64;
+  g.type = t;
+  g.kArg = 0;
+  g.kDim = 1;
+  return g;
+}
+
+std::string pick(const AutoGemmInfo& g, std::int64_t k) {
+  std::string why;
+  AutoChoice c = chooseAutomatic(g, k, &why);
+  EXPECT_FALSE(why.empty());
+  std::printf("  %dx%d K=%lld -> %s (%s)\n", g.bm, g.bn, static_cast<long long>(k), autoChoiceName(c).c_str(),
+              why.c_str());
+  return autoChoiceName(c);
+}
+
+TEST(AutoSchedule, WideTilesAreCooperativeWithTheStreamKPlan) {
+  // tessel-bench's default K values: 8192, 4096, 2048, 14336, 1024, 4000.
+  for (std::int64_t k : {8192, 4096, 2048, 14336, 1024, 4000, -1})
+    EXPECT_EQ(pick(gemm(128, 256), k), "cooperative") << "K " << k;
+  EXPECT_EQ(pick(gemm(192, 256), 8192), "cooperative");
+}
+
+TEST(AutoSchedule, SquareTilesArePingpongWholeTilesForShortK) {
+  for (std::int64_t k : {8192, 4096, 2048, 14336, 4000, -1})
+    EXPECT_EQ(pick(gemm(128, 128), k), "pingpong") << "K " << k;
+  // 16 k-iterations or fewer: whole tiles (runs 19-21, 16384x8192x1024).
+  EXPECT_EQ(pick(gemm(128, 128), 1024), "pingpong-dp");
+  EXPECT_EQ(pick(gemm(128, 128), 1000), "pingpong-dp");
+  EXPECT_EQ(pick(gemm(128, 128), 1025), "pingpong");
+  EXPECT_EQ(pick(gemm(64, 256), 8192), "pingpong");
+  EXPECT_EQ(pick(gemm(64, 64), 512), "pingpong-dp");
+}
+
+TEST(AutoSchedule, UnmeasuredCasesKeepTma) {
+  EXPECT_EQ(pick(gemm(256, 128), 8192), "tma");                  // BM 256: neither warp-specialized one
+  EXPECT_EQ(pick(gemm(128, 128, ts::dtype::f32), 8192), "tma");  // no measurement of f32 operands
+}
+
+TEST(AutoSchedule, TheUsersOptionsAreKept) {
+  AutoGemmInfo g = gemm(128, 128);
+  g.user.decomposition = ts::decomposition::stream_k;
+  EXPECT_EQ(pick(g, 1024), "pingpong-sk");  // the user's decomposition wins over R3
+  g = gemm(128, 128);
+  g.user.cluster = {2, 1};
+  EXPECT_EQ(pick(g, 1024), "pingpong");  // no stream-K choice with a cluster: automatic
+  // The launch path asks without a reason: the same choice.
+  EXPECT_EQ(chooseAutomatic(gemm(128, 128), 1024), chooseAutomatic(gemm(128, 128), 1024, nullptr));
+}
+
+}  // namespace
