@@ -142,7 +142,9 @@ void* LoadedKernel::functionFor(void* context) {
       if (r != CUDA_SUCCESS)
         throw tessel::error("tessel: internal error: kernel '" + name + "' has " + std::to_string(i) +
                             " parameters, the runtime passes " + std::to_string(k.params.size()));
-      size_t expected = k.params[i].kind == ParamSpec::Kind::TmaDescriptor ? 128 : 8;
+      // CUtensorMap: 128 bytes; ts::scalar<f32 / i32>: 4 (.f32 / .u32); the rest: 8.
+      const ParamSpec::Kind kind = k.params[i].kind;
+      size_t expected = kind == ParamSpec::Kind::TmaDescriptor ? 128 : kind == ParamSpec::Kind::Scalar ? 4 : 8;
       if (size != expected)
         throw tessel::error("tessel: internal error: kernel '" + name + "' parameter " + std::to_string(i) +
                             " is " + std::to_string(size) + " bytes in the PTX, the runtime passes " +
