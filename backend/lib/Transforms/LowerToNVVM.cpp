@@ -577,6 +577,18 @@ LogicalResult KernelBuilder::setupGemm() {
   // A stage is released by every warpgroup that read it (emptyArrivals:
   // tessel-allocate-resources' rule 3).
   // (Schedule `multistage` has no mbarriers: MultistageSchedule.cpp.)
+  // What the roles arrive per phase, for tessel-verify-rings (rule R6): one
+  // arrive_expect_tx per full phase; on an empty barrier one arrival per
+  // consumer warpgroup that read the stage (pingpong: the one whose tile it
+  // was), from every CTA of the cluster. Derived from the roles, not from
+  // hopper.resources' `arrivals`, so that an edited plan that would hang is
+  // caught.
+  if (!multistage) {
+    int64_t readers = (pingpong ? 1 : consumers) * clusterSize;
+    kernel->setAttr("tessel.ring_arrivals",
+                    b.getDictionaryAttr({b.getNamedAttr("full", b.getI64IntegerAttr(1)),
+                                         b.getNamedAttr("empty", b.getI64IntegerAttr(readers))}));
+  }
   if (!multistage) {
     auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, isLeader, false);
     OpBuilder::InsertionGuard g(b);
