@@ -128,6 +128,10 @@ compare_stats compare_bf16_f32(const void* test_bf16, const float* ref, std::siz
 /// Number of 16-bit words that differ between a and b (bitwise reproducibility check).
 std::uint64_t count_mismatched_u16(const void* a, const void* b, std::size_t n_u16,
                                    cudaStream_t stream = nullptr);
+/// ref[m*N + n] = gelu(ref[m*N + n] + float(bias[n])), tanh form:
+/// x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), for an M x N f32 matrix and bf16 bias.
+void bias_gelu_f32_inplace(float* ref, const void* bias_bf16, std::int64_t M, std::int64_t N,
+                           cudaStream_t stream = nullptr);
 /// ref[m*N + n] = max(ref[m*N + n] + float(bias[n]), 0) for an M x N f32 matrix and bf16 bias.
 void bias_relu_f32_inplace(float* ref, const void* bias_bf16, std::int64_t M, std::int64_t N,
                            cudaStream_t stream = nullptr);
@@ -198,7 +202,9 @@ private:
 // ---- cuBLASLt reference --------------------------------------------------------------------------
 
 enum class out_type { bf16, f32 };
-enum class epilogue { none, bias_relu };
+/// The fused epilogues compared with cuBLASLt's: none, relu(. + bias[n]) (CUBLASLT_EPILOGUE_RELU_BIAS)
+/// and gelu(. + bias[n]), tanh form (CUBLASLT_EPILOGUE_GELU_BIAS).
+enum class epilogue { none, bias_relu, bias_gelu };
 
 /// Operand layouts of C (M x N, row-major) = A (M x K) B (N x K)^T, named as BLAS names them
 /// (column-major, first letter A, second B): "TN" is A and B both K-contiguous (row-major M x K
@@ -290,6 +296,9 @@ public:
   std::int64_t M, N, K;
   /// How A's and B's buffers are read (the reference follows it); set before reference().
   gemm_layout layout;
+  /// With a bias: the fused epilogue the reference applies (bias_relu or bias_gelu); set before
+  /// reference().
+  epilogue bias_epilogue = epilogue::bias_relu;
   int sets() const { return static_cast<int>(a_.size()); }
   const void* A(int i) const { return a_[i % sets()].get(); }
   const void* B(int i) const { return b_[i % sets()].get(); }
