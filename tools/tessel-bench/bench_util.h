@@ -128,6 +128,9 @@ compare_stats compare_bf16_f32(const void* test_bf16, const float* ref, std::siz
 /// Number of 16-bit words that differ between a and b (bitwise reproducibility check).
 std::uint64_t count_mismatched_u16(const void* a, const void* b, std::size_t n_u16,
                                    cudaStream_t stream = nullptr);
+/// ref[i] = alpha * ref[i] + beta * float(c0[i]) for n elements (c0 bf16).
+void alpha_beta_f32_inplace(float* ref, const void* c0_bf16, float alpha, float beta, std::size_t n,
+                            cudaStream_t stream = nullptr);
 /// ref[m*N + n] = gelu(ref[m*N + n] + float(bias[n])), tanh form:
 /// x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), for an M x N f32 matrix and bf16 bias.
 void bias_gelu_f32_inplace(float* ref, const void* bias_bf16, std::int64_t M, std::int64_t N,
@@ -265,6 +268,13 @@ public:
   lt_gemm& operator=(const lt_gemm&) = delete;
 
   void run(const void* A, const void* B, void* C, cudaStream_t stream = nullptr) const;
+  /// D = alpha * A B^T + beta * C_in from now on (C_in: M x N like D, bf16; cuBLASLt's C matrix,
+  /// a separate input); by default alpha = 1, beta = 0 and C is D.
+  void set_alpha_beta(float alpha, float beta, const void* c_in) {
+    alpha_ = alpha;
+    beta_ = beta;
+    c_in_ = c_in;
+  }
   int num_algos() const { return static_cast<int>(algos_.size()); }
   void select_algo(int i);
   int selected_algo() const { return selected_; }
@@ -277,6 +287,8 @@ private:
   lt_context& ctx_;
   void* op_ = nullptr;                  // cublasLtMatmulDesc_t
   void* a_ = nullptr, *b_ = nullptr, *d_ = nullptr;  // cublasLtMatrixLayout_t
+  float alpha_ = 1.f, beta_ = 0.f;
+  const void* c_in_ = nullptr;
   std::vector<std::vector<unsigned char>> algos_;    // cublasLtMatmulAlgo_t blobs
   std::vector<std::size_t> algo_ws_;
   int selected_ = 0;
@@ -304,6 +316,12 @@ public:
   const void* B(int i) const { return b_[i % sets()].get(); }
   void* C(int i) const { return c_[i % sets()].get(); }
   const void* bias(int i) const { return bias_.empty() ? nullptr : bias_[i % sets()].get(); }
+  /// An M x N bf16 input C0 (uniform [-1, 1)) for C = alpha * A B^T + beta * C0: one buffer,
+  /// shared by every set (it is larger than L2 at the shapes this is timed at); the reference
+  /// then includes it. Call before reference().
+  void add_c0(float alpha, float beta, std::uint64_t seed, cudaStream_t stream = nullptr);
+  const void* c0() const { return c0_.empty() ? nullptr : c0_.front().get(); }
+  float alpha = 1.f, beta = 0.f;
   bool with_bias() const { return !bias_.empty(); }
   std::size_t bytes_per_set() const;
   double flops() const { return 2.0 * double(M) * double(N) * double(K); }
@@ -317,7 +335,7 @@ public:
   compare_stats check_set0(lt_context& lt, cudaStream_t stream = nullptr);
 
 private:
-  std::vector<device_buffer> a_, b_, c_, bias_;
+  std::vector<device_buffer> a_, b_, c_, bias_, c0_;
   device_buffer ref_;
 };
 
