@@ -9,10 +9,10 @@
 //   hopper.mma_schedule "wgmma" shape [64, 128, 16] k_steps 4 row_blocks 2 wait_depth 1
 //     ==> per k-step at ring position it:
 //   hopper.mbarrier.wait %full_s, %parity stage %s {ring = "full"}
-//   nvvm.wgmma.fence.aligned
-//   %d = nvvm.wgmma.mma_async %descA, %descB, %acc, <m = 64, n = 128, k = 16>, ...  (x 4 x 2)
-//   nvvm.wgmma.commit.group.sync.aligned
-//   nvvm.wgmma.wait.group.sync.aligned 1
+//   hopper.wgmma.fence
+//   %d = hopper.wgmma %descA, %descB, %acc shape [64, 128, 16] "bf16" : ...  (x 4 x 2)
+//   hopper.wgmma.commit
+//   hopper.wgmma.wait 1
 //
 // Also the accumulator's zeroing and the fence that pins its registers after
 // a wait (ptxas would otherwise serialise the wgmma pipeline: C7514).
@@ -77,13 +77,9 @@ Value KernelBuilder::zeroAccumulator() {
 SmallVector<Value> KernelBuilder::wgmmaStage(ArrayRef<Value> accs, Value s, Value rowBlock) {
   Value bBase = smemAddr(b.create<arith::AddIOp>(
       loc, i32(bOff), b.create<arith::MulIOp>(loc, s, i32(bBytes))));
-  auto wgmmaType = elt.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+  StringRef wgmmaType = elt.isBF16() ? "bf16" : "f16";
   SmallVector<Value> out(accs);
-  b.create<NVVM::WgmmaFenceAlignedOp>(loc);
-  // wgmma's transpose immediates: imm-trans-a = 1 for an M-major A (layout
-  // col), imm-trans-b = 1 for an N-major B (layout row).
-  auto layoutA = aLayout.mnMajor ? NVVM::MMALayout::col : NVVM::MMALayout::row;
-  auto layoutB = bLayout.mnMajor ? NVVM::MMALayout::row : NVVM::MMALayout::col;
+  b.create<hopper::WgmmaFenceOp>(loc);
   for (auto [i, acc] : llvm::enumerate(out)) {
     // The 64-row block of A: offset(64, 0) bytes per block in either layout
     // (64 K-major rows, or 64 * eltBytes / rowBytes MN-major boxes).
@@ -100,18 +96,12 @@ SmallVector<Value> KernelBuilder::wgmmaStage(ArrayRef<Value> accs, Value s, Valu
       Value db = wgmmaDescriptor(
           b, loc, b.create<arith::AddIOp>(loc, bBase, i32(bLayout.offset(0, kk * 16))),
           bLayout.descriptorHighBits());
-      acc = b.create<NVVM::WgmmaMmaAsyncOp>(
-          loc, acc.getType(), acc, da, db, NVVM::MMAShapeAttr::get(ctx, 64, BN, 16),
-          NVVM::WGMMATypesAttr::get(ctx, wgmmaType), NVVM::WGMMATypesAttr::get(ctx, wgmmaType),
-          NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
-          NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one),
-          NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
-          NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
-          NVVM::MMALayoutAttr::get(ctx, layoutA), NVVM::MMALayoutAttr::get(ctx, layoutB),
-          NVVM::MMAIntOverflowAttr{});
+      // wgmma's transpose immediates: an M-major A, an N-major B.
+      acc = b.create<hopper::WgmmaOp>(loc, da, db, acc, ArrayRef<int64_t>{64, BN, 16}, wgmmaType,
+                                      aLayout.mnMajor, bLayout.mnMajor);
     }
   }
-  b.create<NVVM::WgmmaGroupSyncAlignedOp>(loc);
+  b.create<hopper::WgmmaCommitOp>(loc);
   return out;
 }
 
@@ -124,7 +114,7 @@ SmallVector<Value> KernelBuilder::consumeStage(Value it, ArrayRef<Value> accs, V
   SmallVector<Value> out = wgmmaStage(accs, s, rowBlock);
   // Keep waitDepth (1) wgmma groups in flight: the group of position it - 1
   // has retired (hopper.mma_schedule).
-  b.create<NVVM::WgmmaWaitGroupSyncOp>(loc, waitDepth);
+  b.create<hopper::WgmmaWaitOp>(loc, waitDepth);
   return out;
 }
 } // namespace mlir::tessel::lowering

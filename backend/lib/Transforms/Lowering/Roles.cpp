@@ -134,7 +134,7 @@ LogicalResult KernelBuilder::lowerInlineProducer() {
     }
     b.create<scf::YieldOp>(loc, acc);
   }
-  b.create<NVVM::WgmmaWaitGroupSyncOp>(loc, 0);
+  b.create<hopper::WgmmaWaitOp>(loc, 0);
   return emitEpilogue(fenceAccumulator(loop.getResult(0)), wg, inWg);
 }
 
@@ -284,7 +284,7 @@ LogicalResult KernelBuilder::lowerProducerConsumers() {
       // StreamK.cpp).
       if (streamK)
         u = streamKUnit(ptx("mov.u32 $0, $1;", "=r,r", {tileIter}, b.getI32Type()));
-      b.create<NVVM::WgmmaWaitGroupSyncOp>(loc, 0);
+      b.create<hopper::WgmmaWaitOp>(loc, 0);
       // The tile's last stage is released once all its wgmma retired.
       Value any = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, u.kEnd, u.kBegin);
       auto lastIf = b.create<scf::IfOp>(loc, TypeRange{}, any, false);
