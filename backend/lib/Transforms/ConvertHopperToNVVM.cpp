@@ -97,6 +97,42 @@ struct WgmmaWaitToNVVM : OpRewritePattern<hopper::WgmmaWaitOp> {
   }
 };
 
+struct CpAsyncToPtx : OpRewritePattern<hopper::CpAsyncOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(hopper::CpAsyncOp op, PatternRewriter &b) const override {
+    std::string code = "cp.async.cg.shared.global [$0+" + std::to_string(op.getOffset()) + "], [$1], 16" +
+                       (op.getSrcBytes() ? ", $2;" : ";");
+    emitPtx(b, op.getLoc(), code, op.getSrcBytes() ? "r,l,r" : "r,l", op->getOperands());
+    b.eraseOp(op);
+    return success();
+  }
+};
+
+struct LdMatrixToPtx : OpRewritePattern<hopper::LdMatrixOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(hopper::LdMatrixOp op, PatternRewriter &b) const override {
+    std::string code = std::string("ldmatrix.sync.aligned.m8n8.x4") + (op.getTrans() ? ".trans" : "") +
+                       ".shared.b16 {$0, $1, $2, $3}, [$4+" + std::to_string(op.getOffset()) + "];";
+    b.replaceOp(op, emitPtx(b, op.getLoc(), code, "=r,=r,=r,=r,r", {op.getAddr()}, op.getType()));
+    return success();
+  }
+};
+
+/// mma.sync has no side effects and no memory: LLVM may schedule it freely.
+struct MmaSyncToPtx : OpRewritePattern<hopper::MmaSyncOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(hopper::MmaSyncOp op, PatternRewriter &b) const override {
+    std::string code = "mma.sync.aligned.m16n8k16.row.col.f32." +
+                       std::string(op.getType() == "bf16" ? "bf16.bf16" : "f16.f16") +
+                       ".f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};";
+    b.replaceOpWithNewOp<LLVM::InlineAsmOp>(
+        op, op.getResult().getType(), op->getOperands(), code, "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f",
+        /*has_side_effects=*/false, /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+        LLVM::AsmDialectAttr{}, ArrayAttr{});
+    return success();
+  }
+};
+
 struct TmaLoadToPtx : OpRewritePattern<hopper::TmaLoadOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(hopper::TmaLoadOp op, PatternRewriter &b) const override {
@@ -153,7 +189,11 @@ struct TesselConvertHopperToNVVM
     patterns.add<ToPtx<hopper::MBarrierArriveExpectTxOp>>(
         ctx, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r");
     patterns.add<ToPtx<hopper::FenceMBarrierInitOp>>(ctx, "fence.mbarrier_init.release.cluster;", "");
-    patterns.add<TmaLoadToPtx, MBarrierWaitToPtx>(ctx);
+    patterns.add<TmaLoadToPtx, MBarrierWaitToPtx, CpAsyncToPtx, LdMatrixToPtx, MmaSyncToPtx>(ctx);
+    patterns.add<ToPtx<hopper::CpAsyncCommitOp>>(ctx, "cp.async.commit_group;", "");
+    patterns.add<ToPtx<hopper::CpAsyncWaitOp>>(
+        ctx, [](hopper::CpAsyncWaitOp op) { return "cp.async.wait_group " + std::to_string(op.getPending()) + ";"; },
+        "");
     patterns.add<WgmmaToNVVM, WgmmaWaitToNVVM, ToNVVM<hopper::WgmmaFenceOp, NVVM::WgmmaFenceAlignedOp>,
                  ToNVVM<hopper::WgmmaCommitOp, NVVM::WgmmaGroupSyncAlignedOp>>(ctx);
     patterns.add<ToPtx<hopper::MBarrierArriveClusterOp>>(ctx,

@@ -90,3 +90,22 @@ llvm.func @wgmma_accumulator(%da: i64, %db: i64, %acc: !llvm.struct<(f32, f32)>)
   %d = hopper.wgmma %da, %db, %acc shape [64, 8, 16] "bf16" : !llvm.struct<(f32, f32)>
   llvm.return
 }
+
+// -----
+
+// CHECK-LABEL: llvm.func @multistage
+// CHECK: hopper.cp_async %arg1 -> %arg0 + 2048 : !llvm.ptr<1>
+// CHECK: hopper.cp_async %arg1 -> %arg0 + 0 src_bytes %arg2 : !llvm.ptr<1>
+// CHECK: hopper.cp_async.commit
+// CHECK: hopper.cp_async.wait 2
+// CHECK: hopper.ldmatrix %arg0 + 512 trans : !llvm.struct<(i32, i32, i32, i32)>
+// CHECK: hopper.mma_sync %arg2, %arg2, %arg2, %arg2, %arg2, %arg2, %arg3, %arg3, %arg3, %arg3 "bf16" : !llvm.struct<(f32, f32, f32, f32)>
+llvm.func @multistage(%dst: i32, %src: !llvm.ptr<1>, %n: i32, %c: f32) {
+  hopper.cp_async %src -> %dst + 2048 : !llvm.ptr<1>
+  hopper.cp_async %src -> %dst + 0 src_bytes %n : !llvm.ptr<1>
+  hopper.cp_async.commit
+  hopper.cp_async.wait 2
+  %r = hopper.ldmatrix %dst + 512 trans : !llvm.struct<(i32, i32, i32, i32)>
+  %d = hopper.mma_sync %n, %n, %n, %n, %n, %n, %c, %c, %c, %c "bf16" : !llvm.struct<(f32, f32, f32, f32)>
+  llvm.return
+}

@@ -80,3 +80,22 @@ llvm.func @wgmma(%da: i64, %db: i64, %acc: !llvm.struct<(f32, f32, f32, f32)>) -
   hopper.wgmma.wait 1
   llvm.return %d : !llvm.struct<(f32, f32, f32, f32)>
 }
+
+// Multistage's copies, fragment loads and MMAs (mma.sync without side effects).
+// CHECK-LABEL: llvm.func @multistage
+// CHECK: llvm.inline_asm has_side_effects "cp.async.cg.shared.global [$0+2048], [$1], 16;", "r,l,~{memory}" %arg0, %arg1
+// CHECK: llvm.inline_asm has_side_effects "cp.async.cg.shared.global [$0+0], [$1], 16, $2;", "r,l,r,~{memory}" %arg0, %arg1, %arg2
+// CHECK: llvm.inline_asm has_side_effects "cp.async.commit_group;"
+// CHECK: llvm.inline_asm has_side_effects "cp.async.wait_group 2;"
+// CHECK: llvm.inline_asm has_side_effects "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {$0, $1, $2, $3}, [$4+512];", "=r,=r,=r,=r,r,~{memory}" %arg0
+// CHECK: llvm.inline_asm "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};", "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f"
+// CHECK-NOT: hopper.
+llvm.func @multistage(%dst: i32, %src: !llvm.ptr<1>, %n: i32, %c: f32) -> !llvm.struct<(f32, f32, f32, f32)> {
+  hopper.cp_async %src -> %dst + 2048 : !llvm.ptr<1>
+  hopper.cp_async %src -> %dst + 0 src_bytes %n : !llvm.ptr<1>
+  hopper.cp_async.commit
+  hopper.cp_async.wait 2
+  %r = hopper.ldmatrix %dst + 512 trans : !llvm.struct<(i32, i32, i32, i32)>
+  %d = hopper.mma_sync %n, %n, %n, %n, %n, %n, %c, %c, %c, %c "bf16" : !llvm.struct<(f32, f32, f32, f32)>
+  llvm.return %d : !llvm.struct<(f32, f32, f32, f32)>
+}

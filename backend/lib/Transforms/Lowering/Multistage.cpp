@@ -318,12 +318,7 @@ LogicalResult KernelBuilder::msCopyChunks(const MultistagePlan &p, const MsOpera
     body();
   };
   auto cpAsync = [&](int64_t i, Value src, Value bytes) {
-    std::string code = "cp.async.cg.shared.global [$0+" + std::to_string(immOf(i)) + "], [$1], 16" +
-                       (bytes ? ", $2;" : ";");
-    if (bytes)
-      ptx(code, "r,l,r", {dstOf(i), src, bytes});
-    else
-      ptx(code, "r,l", {dstOf(i), src});
+    b.create<hopper::CpAsyncOp>(loc, dstOf(i), src, bytes, b.getI64IntegerAttr(immOf(i)));
   };
 
   // Uniform per tile: 16-byte copies possible (row offset aligned too), and
@@ -477,9 +472,8 @@ LogicalResult KernelBuilder::msIssueGroup(const MultistagePlan &p, Value t, Valu
 
 /// ldmatrix.x4 of block `blk` (16 rows of A, or two n8 tiles of B) of k16
 /// step `kk` from the lane address `laneS` of operand `o` in its stage.
-static SmallVector<Value> ldmatrixX4(KernelBuilder &kb, OpBuilder &b, Location loc, bool kMajor,
-                                     int64_t pitch, Value laneS, int64_t blk, int64_t kk,
-                                     function_ref<Value(StringRef, Value)> emit) {
+static SmallVector<Value> ldmatrixX4(OpBuilder &b, Location loc, bool kMajor, int64_t pitch,
+                                     Value laneS, int64_t blk, int64_t kk) {
   // K-major: block = +16 rows (immediate), k16 step = chunk + 2 kk (XOR);
   // MN-major: block = chunk + 2 blk (XOR), k16 step = +16 rows (immediate).
   int64_t x = 32 * (kMajor ? kk : blk), imm = 16 * (kMajor ? blk : kk) * pitch;
@@ -491,9 +485,9 @@ static SmallVector<Value> ldmatrixX4(KernelBuilder &kb, OpBuilder &b, Location l
                         loc, src, b.create<arith::ConstantIntOp>(loc, b.getI32Type(), x))
                        .getResult()
                  : laneS;
-  std::string code = std::string("ldmatrix.sync.aligned.m8n8.x4") + (kMajor ? "" : ".trans") +
-                     ".shared.b16 {$0, $1, $2, $3}, [$4+" + std::to_string(imm) + "];";
-  Value v = emit(code, addr);
+  auto x4Ty = LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(4, b.getI32Type()));
+  Value v = b.create<hopper::LdMatrixOp>(loc, x4Ty, addr, b.getI64IntegerAttr(imm),
+                                         kMajor ? UnitAttr() : b.getUnitAttr());
   SmallVector<Value> regs;
   for (int64_t i = 0; i < 4; ++i)
     regs.push_back(b.create<LLVM::ExtractValueOp>(loc, v, i));
@@ -502,24 +496,18 @@ static SmallVector<Value> ldmatrixX4(KernelBuilder &kb, OpBuilder &b, Location l
 
 SmallVector<Value> KernelBuilder::msLoadA(const MultistagePlan &p, Value stage, int64_t kk,
                                           int64_t mi) {
-  auto x4Ty = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(4, b.getI32Type()));
   Value laneS = b.create<arith::AddIOp>(loc, p.a.lane,
                                         b.create<arith::MulIOp>(loc, stage, i32(p.a.stageBytes)));
-  return ldmatrixX4(*this, b, loc, p.a.kMajor, p.a.pitch, laneS, mi, kk,
-                    [&](StringRef code, Value addr) { return ptx(code, "=r,=r,=r,=r,r", {addr}, x4Ty); });
+  return ldmatrixX4(b, loc, p.a.kMajor, p.a.pitch, laneS, mi, kk);
 }
 
 SmallVector<Value> KernelBuilder::msLoadB(const MultistagePlan &p, Value stage, int64_t kk) {
-  auto x4Ty = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(4, b.getI32Type()));
   Value laneS = b.create<arith::AddIOp>(loc, p.b.lane,
                                         b.create<arith::MulIOp>(loc, stage, i32(p.b.stageBytes)));
   // One x4 covers two n8 tiles: (b0, b1) of tile 2 nj, then of 2 nj + 1.
   SmallVector<Value> frag;
   for (int64_t nj = 0; nj < p.nTiles() / 2; ++nj)
-    llvm::append_range(frag, ldmatrixX4(*this, b, loc, p.b.kMajor, p.b.pitch, laneS, nj, kk,
-                                        [&](StringRef code, Value addr) {
-                                          return ptx(code, "=r,=r,=r,=r,r", {addr}, x4Ty);
-                                        }));
+    llvm::append_range(frag, ldmatrixX4(b, loc, p.b.kMajor, p.b.pitch, laneS, nj, kk));
   return frag;
 }
 
@@ -527,9 +515,6 @@ Value KernelBuilder::msMmaRow(const MultistagePlan &p, Value acc, int64_t mi, Ar
                               ArrayRef<Value> bFrag) {
   Type f32Ty = b.getF32Type();
   auto c4Ty = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(4, f32Ty));
-  std::string mma = std::string("mma.sync.aligned.m16n8k16.row.col.f32.") +
-                    (elt.isBF16() ? "bf16.bf16" : "f16.f16") +
-                    ".f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};";
   for (int64_t n = 0; n < p.nTiles(); ++n) {
     // Serpentine over n: the row boundary reuses the B fragment.
     int64_t ni = mi % 2 ? p.nTiles() - 1 - n : n;
@@ -539,13 +524,14 @@ Value KernelBuilder::msMmaRow(const MultistagePlan &p, Value acc, int64_t mi, Ar
     for (int64_t r = 0; r < 4; ++r)
       operands.push_back(b.create<LLVM::ExtractValueOp>(loc, acc, p.accIndex(mi, ni, r)));
     // Pure: no side effects, no memory; LLVM may schedule it freely.
-    auto op = b.create<LLVM::InlineAsmOp>(
-        loc, c4Ty, operands, mma, "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f",
-        /*has_side_effects=*/false, /*is_align_stack=*/false,
-        LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr{}, ArrayAttr{});
+    OperationState st(loc, hopper::MmaSyncOp::getOperationName());
+    st.addOperands(operands);
+    st.addTypes(c4Ty);
+    st.addAttribute("type", b.getStringAttr(elt.isBF16() ? "bf16" : "f16"));
+    Operation *op = b.create(st);
     for (int64_t r = 0; r < 4; ++r)
       acc = b.create<LLVM::InsertValueOp>(
-          loc, acc, b.create<LLVM::ExtractValueOp>(loc, op.getResult(0), r), p.accIndex(mi, ni, r));
+          loc, acc, b.create<LLVM::ExtractValueOp>(loc, op->getResult(0), r), p.accIndex(mi, ni, r));
   }
   return acc;
 }
@@ -631,10 +617,10 @@ LogicalResult KernelBuilder::buildMultistage() {
     for (int64_t grp = 0; grp < groups; ++grp)
       if (failed(msIssueGroup(p, t, t, grp, groups)))
         return failure();
-    ptx("cp.async.commit_group;", "", {});
+    b.create<hopper::CpAsyncCommitOp>(loc);
   }
   // Tile 0 landed (for every thread), then its first fragments.
-  ptx(("cp.async.wait_group " + std::to_string(stages - 2) + ";").c_str(), "", {});
+  b.create<hopper::CpAsyncWaitOp>(loc, stages - 2);
   barSync();
   SmallVector<Value> frag0 = msLoadB(p, i32(0), 0);
   llvm::append_range(frag0, msLoadA(p, i32(0), 0, 0));
@@ -706,8 +692,8 @@ LogicalResult KernelBuilder::buildMultistage() {
         // Rules 1-3: one group per iteration; tile j+1 complete for this
         // thread, then for every thread; every warp is done with tile j-1's
         // stage (written from the next iteration on).
-        ptx("cp.async.commit_group;", "", {});
-        ptx(("cp.async.wait_group " + std::to_string(stages - 2) + ";").c_str(), "", {});
+        b.create<hopper::CpAsyncCommitOp>(loc);
+        b.create<hopper::CpAsyncWaitOp>(loc, stages - 2);
         barSync();
       }
     }
@@ -720,7 +706,7 @@ LogicalResult KernelBuilder::buildMultistage() {
     b.create<scf::YieldOp>(loc, yields);
   }
   // Rule 5.
-  ptx("cp.async.wait_group 0;", "", {});
+  b.create<hopper::CpAsyncWaitOp>(loc, 0);
   return msEpilogue(p, loop.getResult(0));
 }
 

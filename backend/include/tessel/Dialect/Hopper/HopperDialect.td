@@ -33,9 +33,10 @@ def Hopper_Dialect : Dialect {
       barriers), the stmatrix + TMA-store epilogue and its fences.
       `tessel-lower-to-nvvm` writes them and `tessel-convert-hopper-to-nvvm`
       lowers them 1:1; wgmma (fence, mma on accumulator values, commit,
-      wait) too, into the upstream nvvm ops. Still written in nvvm / inline
-      PTX by `tessel-lower-to-nvvm`: the tile scheduler's arithmetic and
-      stream-K, multistage's cp.async / ldmatrix / mma.sync (docs/pipeline.md).
+      wait) too, into the upstream nvvm ops, and multistage's cp.async (commit,
+      wait), ldmatrix and mma.sync. Still written in arith / nvvm / inline PTX
+      by `tessel-lower-to-nvvm`: the tile scheduler's arithmetic and stream-K's
+      flags and partial tiles (docs/pipeline.md).
   }];
 }
 

@@ -383,4 +383,96 @@ def Hopper_WgmmaWaitOp : Hopper_Op<"wgmma.wait"> {
   let assemblyFormat = "$pending attr-dict";
 }
 
+
+//===----------------------------------------------------------------------===//
+// cp.async, ldmatrix, mma.sync (schedule multistage)
+//===----------------------------------------------------------------------===//
+
+def Hopper_CpAsyncOp : Hopper_Op<"cp_async"> {
+  let summary = "asynchronous 16-byte copy from global into shared memory";
+  let description = [{
+    Copies 16 bytes from the global address `src` to the shared address
+    `dst + offset`; with `src_bytes`, only that many bytes are read and the
+    rest of the 16 are zero-filled (a tile's edge). Completes in the commit
+    group it belongs to (`hopper.cp_async.commit`, `hopper.cp_async.wait`).
+
+    ```mlir
+    hopper.cp_async %src -> %dst + 2048 : !llvm.ptr<1>
+    hopper.cp_async %src -> %dst + 0 src_bytes %n : !llvm.ptr<1>
+    ```
+    PTX: `cp.async.cg.shared.global [dst+offset], [src], 16[, src_bytes];`
+  }];
+  let arguments = (ins I32:$dst, LLVM_AnyPointer:$src, Optional<I32>:$src_bytes, I64Attr:$offset);
+  let assemblyFormat = [{
+    $src `->` $dst `+` $offset (`src_bytes` $src_bytes^)? attr-dict `:` qualified(type($src))
+  }];
+}
+
+def Hopper_CpAsyncCommitOp : Hopper_Op<"cp_async.commit"> {
+  let summary = "close the current group of cp.async copies";
+  let description = [{
+    ```mlir
+    hopper.cp_async.commit
+    ```
+    PTX: `cp.async.commit_group;`
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def Hopper_CpAsyncWaitOp : Hopper_Op<"cp_async.wait"> {
+  let summary = "wait until at most `pending` cp.async groups are in flight";
+  let description = [{
+    Multistage waits with `stages - 2` pending in the mainloop (the next
+    stages keep loading while one is computed), 0 at the end.
+
+    ```mlir
+    hopper.cp_async.wait 2
+    ```
+    PTX: `cp.async.wait_group 2;`
+  }];
+  let arguments = (ins ConfinedAttr<I64Attr, [IntMinValue<0>]>:$pending);
+  let assemblyFormat = "$pending attr-dict";
+}
+
+def Hopper_LdMatrixOp : Hopper_Op<"ldmatrix"> {
+  let summary = "load four 8x8 b16 matrices from shared memory into fragments";
+  let description = [{
+    Each lane gives the shared address (`addr + offset`) of one row of one of
+    the four matrices; each thread receives one 32-bit register of each
+    matrix (two b16 elements), in the layout mma.sync reads. `trans` loads the
+    transposed matrices (MN-major operands).
+
+    ```mlir
+    %r = hopper.ldmatrix %addr + 512 trans : !llvm.struct<(i32, i32, i32, i32)>
+    ```
+    PTX: `ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16 {r0, r1, r2, r3}, [addr+offset];`
+  }];
+  let arguments = (ins I32:$addr, I64Attr:$offset, UnitAttr:$trans);
+  let results = (outs LLVM_AnyStruct:$result);
+  let assemblyFormat = "$addr `+` $offset (`trans` $trans^)? attr-dict `:` type($result)";
+}
+
+def Hopper_MmaSyncOp : Hopper_Op<"mma_sync", [Pure]> {
+  let summary = "one warp-wide m16n8k16 MMA on register fragments";
+  let description = [{
+    `c + a x b` for a 16 x 8 x 16 step of one warp: `a` is four 32-bit
+    registers (eight `type` elements of the 16 x 16 A fragment), `b` two (the
+    16 x 8 B fragment, column-major), `c` four f32 accumulators. Pure: LLVM
+    may schedule it freely.
+
+    ```mlir
+    %d = hopper.mma_sync %a0, %a1, %a2, %a3, %b0, %b1, %c0, %c1, %c2, %c3 "bf16"
+           : !llvm.struct<(f32, f32, f32, f32)>
+    ```
+    PTX: `mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {d}, {a}, {b}, {c};`
+  }];
+  let arguments = (ins I32:$a0, I32:$a1, I32:$a2, I32:$a3, I32:$b0, I32:$b1, F32:$c0, F32:$c1,
+                       F32:$c2, F32:$c3, StrAttr:$type);
+  let results = (outs LLVM_AnyStruct:$result);
+  let assemblyFormat = [{
+    $a0 `,` $a1 `,` $a2 `,` $a3 `,` $b0 `,` $b1 `,` $c0 `,` $c1 `,` $c2 `,` $c3 $type attr-dict
+    `:` type($result)
+  }];
+}
+
 #endif // TESSEL_HOPPER_OPS
