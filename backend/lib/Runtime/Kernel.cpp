@@ -82,6 +82,13 @@ LoadedKernel::~LoadedKernel() {
   d->cuCtxSetCurrent(previous);
 }
 
+const std::vector<std::pair<std::string, std::string>>& LoadedKernel::stages() const {
+  if (compiled_.hasAllStages() || !compiled_.restage)
+    return compiled_.stages;
+  std::call_once(stagesOnce_, [&] { stages_ = compiled_.restage(); });
+  return stages_;
+}
+
 void* LoadedKernel::functionFor(void* context) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const Loaded& l : loaded_)
@@ -663,6 +670,10 @@ std::string stage_text(const kernel_impl& kernel, const std::string& stage) {
   for (const auto& [name, text] : k.stages)
     if (name == file)
       return text;
+  if (!k.hasAllStages() && k.restage)  // compiled without recording them: made now, once
+    for (const auto& [name, text] : kernel.stages())
+      if (name == file)
+        return text;
   std::string available;
   for (const auto& [name, f] : names)
     available += std::string(available.empty() ? "" : ", ") + name;

@@ -87,6 +87,9 @@ public:
   LoadedKernel& operator=(const LoadedKernel&) = delete;
 
   const CompiledKernel& compiled() const { return compiled_; }
+  /// Every stage of the kernel: compiled().stages, or, when only the first was recorded, what
+  /// compiled().restage makes (once, on first use; thread-safe; throws tessel::error).
+  const std::vector<std::pair<std::string, std::string>>& stages() const;
   /// The kernel's function in context `context` (a CUcontext), loading the
   /// module there on first use. Returns a CUfunction. Throws tessel::error.
   void* functionFor(void* context);
@@ -98,6 +101,8 @@ private:
     void* function;  ///< CUfunction
   };
   const CompiledKernel compiled_;
+  mutable std::once_flag stagesOnce_;
+  mutable std::vector<std::pair<std::string, std::string>> stages_;
   std::mutex mutex_;
   std::vector<Loaded> loaded_;
 };
@@ -116,6 +121,8 @@ struct kernel_impl {
   kernel_impl& operator=(const kernel_impl&) = delete;
 
   const CompiledKernel& compiled() const { return primary_.compiled(); }
+  /// Every stage of the eagerly compiled kernel (LoadedKernel::stages).
+  const std::vector<std::pair<std::string, std::string>>& stages() const { return primary_.stages(); }
   void* functionFor(void* context) { return primary_.functionFor(context); }
 
   /// The variant to launch `args` with, compiling it on first use:
