@@ -113,6 +113,8 @@ void recordStickyFault(const std::string& message);
 /// Throws "kernel 'K' not launched: the CUDA context is unusable since an
 /// earlier fault (<first message>)" after a recorded sticky fault.
 void throwIfContextFaulted(std::string_view kernel);
+/// True once recordStickyFault was called (an atomic load: the cached launch path asks per launch).
+bool contextFaulted() noexcept;
 
 /// Checks a driver call's result; see throwCudaError.
 inline void checkCuda(CUresult r, std::string_view op, std::string_view kernel = {},

@@ -141,6 +141,17 @@ struct kernel_impl {
   /// Throws tessel::error; the caller still runs validateArgs on the result.
   LoadedKernel& select(std::span<const tensor_arg> args, grid g);
 
+  /// The cached launch (detail::launch, Kernel.cpp): what the last launch that went through
+  /// every check launched, ready to launch again: its arguments, grid, stream, context, the
+  /// kernel function and the built parameters (TMA descriptors encoded). A launch with the very
+  /// same arguments (pointers, sizes, strides, dtypes, scalar values), grid, stream and current
+  /// context launches it directly. Defined in Kernel.cpp (CUDA types).
+  struct LaunchRecord;
+  std::shared_ptr<const LaunchRecord> lastLaunch() const;
+  void rememberLaunch(std::shared_ptr<const LaunchRecord> r);
+  /// options::verbose or TESSEL_VERBOSE (select()'s log lines).
+  bool verbose() const;
+
   /// Tags of the variants compiled (or attempted) so far, in order (tests, logs).
   std::vector<std::string> variantTags() const;
 
@@ -162,7 +173,6 @@ private:
   LoadedKernel& variant(const VariantRequest& r);
   /// Prints `line` to stderr unless `key` was printed already for this kernel.
   void noteOnce(const std::string& key, const std::string& line);
-  bool verbose() const;
 
   LoadedKernel primary_;
   std::optional<runtime::AutoGemmInfo> auto_;
@@ -173,6 +183,8 @@ private:
   std::map<std::string, std::unique_ptr<Slot>> variants_;
   std::vector<std::string> order_;
   std::set<std::string> noted_;
+  mutable std::mutex launchMutex_;
+  std::shared_ptr<const LaunchRecord> lastLaunch_;
 };
 
 }  // namespace tessel::detail
