@@ -6,7 +6,9 @@
 // the CUDA modules it has been loaded into, one per context, loaded on first
 // launch there.
 //
-// Launch contract (detail::launch), in order:
+// Launch contract (detail::launch), in order (a launch with the arguments, grid,
+// stream and context of the kernel's previous one skips to the cuLaunchKernelEx of
+// step 4 with that launch's parameters: kernel_impl::LaunchRecord):
 //  0. kernel_impl::select picks (compiling on first use) the variant for the
 //     arguments' layouts, falling back to schedule multistage where TMA's
 //     rules fail (TESSEL_FALLBACK).
