@@ -115,7 +115,15 @@ DriverState& state() {
 
 }  // namespace
 
+namespace {
+const CudaDriver* testDriver = nullptr;
+}  // namespace
+
+void setCudaDriverForTesting(const CudaDriver* fake) { testDriver = fake; }
+
 const CudaDriver* cudaDriver(std::string* why) {
+  if (testDriver)
+    return testDriver;
   DriverState& s = state();
   if (!s.usable) {
     if (why)

@@ -84,6 +84,11 @@ struct CudaDriver {
 /// "cuInit failed: CUDA_ERROR_NO_DEVICE ..."); the outcome is remembered.
 const CudaDriver* cudaDriver(std::string* why = nullptr);
 
+/// Tests only: makes cudaDriver() return `fake` (a table of stub functions, so that the launch
+/// path runs without a GPU: tests/unit/runtime/CachedLaunchTest.cpp), or the real outcome again
+/// with nullptr. Not thread-safe against concurrent driver use.
+void setCudaDriverForTesting(const CudaDriver* fake);
+
 /// As cudaDriver(), but throws tessel::error "tessel: <what>: no GPU: <why>"
 /// when the GPU is unusable.
 const CudaDriver& requireCudaDriver(std::string_view what);
