@@ -8,6 +8,10 @@
 #include "tessel/Runtime/Kernel.h"
 #include "tessel/Runtime/Ptxas.h"
 
+#include <array>
+#include <cmath>
+#include <limits>
+#include <algorithm>
 #include <cctype>
 #include <cinttypes>
 #include <cstdio>
@@ -504,6 +508,14 @@ struct kernel_impl::LaunchRecord {
   std::vector<std::uint64_t> scalars;
   std::vector<CUtensorMap> maps;  // CUtensorMap is alignas(64)
   std::vector<void*> params;      // into scalars and maps
+  /// The ts::scalar parameters: a launch that differs from the record only in their values
+  /// (alpha changing per call) is launched from the record with those parameters replaced.
+  struct ScalarParam {
+    std::size_t param;
+    int arg;
+    dtype type;
+  };
+  std::vector<ScalarParam> scalarParams;
 };
 
 std::shared_ptr<const kernel_impl::LaunchRecord> kernel_impl::lastLaunch() const {
@@ -551,20 +563,53 @@ bool launchCached(kernel_impl& kernel, CUstream s, grid g, std::span<const tenso
   std::shared_ptr<const kernel_impl::LaunchRecord> r = kernel.lastLaunch();
   if (!r || r->stream != s || r->g.x != g.x || r->g.y != g.y || r->g.z != g.z || r->args.size() != args.size())
     return false;
+  bool newScalars = false;  // a scalar value of the same kind differs: only its parameter changes
   for (size_t i = 0; i < args.size(); ++i)
-    if (!sameArg(r->args[i], args[i]))
-      return false;
+    if (!sameArg(r->args[i], args[i])) {
+      if (args[i].kind == arg_kind::tensor || args[i].kind != r->args[i].kind)
+        return false;
+      newScalars = true;
+    }
   if (s == CU_STREAM_PER_THREAD && r->thread != std::this_thread::get_id())
     return false;
   if (contextFaulted() || flagSet("TESSEL_DEBUG") || flagSet("TESSEL_VERBOSE"))
     return false;
   if (r->fallback && fallbackPolicy() == FallbackPolicy::error)
     return false;
+  // New scalar values: the parameter list with their slots replaced (values the full path would
+  // reject, outside the f32 / i32 range, take the full path for its error).
+  constexpr std::size_t kMaxParams = 64;
+  std::array<void*, kMaxParams> localParams;
+  std::array<std::uint64_t, kMaxParams> localBits;
+  void** params = const_cast<void**>(r->params.data());
+  if (newScalars) {
+    if (r->params.size() > kMaxParams)
+      return false;
+    std::copy(r->params.begin(), r->params.end(), localParams.begin());
+    for (const kernel_impl::LaunchRecord::ScalarParam& p : r->scalarParams) {
+      const tensor_arg& a = args[p.arg];
+      std::uint64_t bits = 0;
+      if (p.type == dtype::f32) {
+        if (std::isfinite(a.floating) && std::fabs(a.floating) > static_cast<double>(std::numeric_limits<float>::max()))
+          return false;
+        const float f = static_cast<float>(a.floating);
+        std::uint32_t b = 0;
+        std::memcpy(&b, &f, sizeof b);
+        bits = b;
+      } else {
+        if (a.integer < std::numeric_limits<std::int32_t>::min() || a.integer > std::numeric_limits<std::int32_t>::max())
+          return false;
+        bits = static_cast<std::uint32_t>(static_cast<std::int32_t>(a.integer));
+      }
+      localBits[p.param] = bits;
+      localParams[p.param] = &localBits[p.param];
+    }
+    params = localParams.data();
+  }
   CUcontext ctx = nullptr;
   if (d->cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || ctx != r->context)
     return false;
-  if (CUresult e = d->cuLaunchKernelEx(&r->config, r->function, const_cast<void**>(r->params.data()), nullptr);
-      e != CUDA_SUCCESS)
+  if (CUresult e = d->cuLaunchKernelEx(&r->config, r->function, params, nullptr); e != CUDA_SUCCESS)
     throwCudaError(e, "cuLaunchKernelEx", r->kernel->name, launchShape(*r->kernel, g));
   return true;
 }
@@ -732,6 +777,9 @@ void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_ar
     rec.thread = std::this_thread::get_id();
   rec.kernel = &k;
   rec.function = fn;
+  for (size_t i = 0; i < k.params.size(); ++i)
+    if (k.params[i].kind == ParamSpec::Kind::Scalar)
+      rec.scalarParams.push_back({i, k.params[i].arg, k.args[k.params[i].arg].type});
   rec.fallback = &variant.compiled() != &kernel.compiled() && variant.compiled().schedule == "multistage" &&
                  kernel.compiled().schedule != "multistage";
   kernel.rememberLaunch(std::move(record));

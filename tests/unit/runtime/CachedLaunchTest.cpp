@@ -118,6 +118,16 @@ runtime::CudaDriver fakeDriver() {
   return d;
 }
 
+tensor_arg vectorArg1d(const void* data, std::int64_t n) {
+  tensor_arg a;
+  a.data = data;
+  a.type = dtype::f32;
+  a.rank = 1;
+  a.sizes = {n, 0, 0};
+  a.strides = {1, 0, 0};
+  return a;
+}
+
 class CachedLaunch : public ::testing::Test {
 protected:
   runtime::CudaDriver driver = fakeDriver();
@@ -214,6 +224,58 @@ TEST_F(CachedLaunch, DebugAndVerboseLaunchesAreNeverCached) {
   launch();  // the record made before TESSEL_VERBOSE still applies
   EXPECT_EQ(calls.pointerAttributes, 12);
   EXPECT_EQ(calls.launches, 5);
+}
+
+// A ts::scalar parameter: a new value per launch (alpha changing every call) keeps the cached
+// launch, with only that parameter replaced; a value the full path rejects still gets its error.
+TEST_F(CachedLaunch, NewScalarValuesReplaceOnlyTheirParameter) {
+  CompiledKernel k;
+  k.name = "scale";
+  k.args = {{dtype::f32, 1, false}, {dtype::f32, 0, false}, {dtype::i32, 0, false}};
+  k.params = {{ParamSpec::Kind::Pointer, 0, 0}, {ParamSpec::Kind::Size, 0, 0}, {ParamSpec::Kind::Scalar, 1, 0},
+              {ParamSpec::Kind::Scalar, 2, 0}};
+  k.blockThreads = 128;
+  k.ptx = "// not assembled\n";
+  kernel = runtime::makeKernel(k);
+  paramCount = 2;  // the fake launch reads 8 bytes per parameter: the scalars are read below
+  tensor_arg x = vectorArg1d(fakeAddress(0x7f0000100000), 256);
+  auto scalarF = [](double v) { tensor_arg a; a.kind = arg_kind::floating; a.floating = v; return a; };
+  auto scalarI = [](std::int64_t v) { tensor_arg a; a.kind = arg_kind::integer; a.integer = v; return a; };
+  std::uint32_t seenF = 0, seenI = 0;
+  driver.cuLaunchKernelEx = [](const CUlaunchConfig*, CUfunction, void** params, void**) -> CUresult {
+    ++calls.launches;
+    std::vector<std::uint64_t> p(4);
+    std::memcpy(&p[0], params[0], 8);
+    std::memcpy(&p[1], params[1], 8);
+    std::memcpy(&p[2], params[2], 4);  // the 4-byte scalars
+    std::memcpy(&p[3], params[3], 4);
+    calls.params.push_back(std::move(p));
+    return CUDA_SUCCESS;
+  };
+  auto run = [&](tensor_arg alpha, tensor_arg n) {
+    std::vector<tensor_arg> a = {x, alpha, n};
+    detail::launch(*kernel, nullptr, {2, 1, 1}, a);
+    std::memcpy(&seenF, &calls.params.back()[2], 4);
+    std::memcpy(&seenI, &calls.params.back()[3], 4);
+  };
+  run(scalarF(1.5), scalarI(7));
+  EXPECT_EQ(calls.pointerAttributes, 1);
+  for (double alpha : {2.5, -0.25, 1e30}) {
+    run(scalarF(alpha), scalarI(-3));
+    float f = 0;
+    std::memcpy(&f, &seenF, 4);
+    EXPECT_EQ(f, static_cast<float>(alpha));
+    EXPECT_EQ(static_cast<std::int32_t>(seenI), -3);
+  }
+  EXPECT_EQ(calls.pointerAttributes, 1) << "a new scalar value took the full path";
+  EXPECT_EQ(calls.launches, 4);
+  EXPECT_THAT([&] { run(scalarF(1e40), scalarI(1)); },
+              ThrowsMessage<tessel::error>(HasSubstr("is outside the f32 range")));
+  EXPECT_THAT([&] { run(scalarF(1.0), scalarI(std::int64_t(1) << 40)); },
+              ThrowsMessage<tessel::error>(HasSubstr("is outside the i32 range")));
+  EXPECT_THAT([&] { run(scalarI(2), scalarI(1)); },
+              ThrowsMessage<tessel::error>(HasSubstr("expected a floating-point value for ts::scalar<ts::f32>")));
+  EXPECT_EQ(calls.launches, 4);
 }
 
 // Informational: the host time per launch of tessel's own code, the driver stubbed out (a real
