@@ -18,6 +18,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/OperationSupport.h"
+#include "mlir/Parser/Parser.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -29,6 +30,9 @@
 using namespace mlir;
 
 namespace {
+
+/// recompileStagesFor's error when the traced text does not parse (a tessel bug).
+constexpr const char *kCannotReRead = "tessel: internal error: cannot re-read a traced kernel to make its stages:\n";
 
 std::string printIR(ModuleOp m, bool locations) {
   std::string s;
@@ -208,7 +212,8 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
 
 } // namespace
 
-::tessel::CompiledKernel(::tessel::compileModule)(ModuleOp module, const ::tessel::options &o) {
+::tessel::CompiledKernel(::tessel::compileModule)(ModuleOp module, const ::tessel::options &o,
+                                                   ::tessel::CompileMode mode) {
   MLIRContext *ctx = module.getContext();
   DiagnosticCollector diags(ctx);
   ::tessel::CompiledKernel k;
@@ -220,6 +225,19 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
   // a fresh folder under $TMPDIR (or /tmp); the error names the folder.
   std::string input;
   auto fail = [&](const std::string &what) -> ::tessel::error {
+    // Without the stages recorded there is no reproducer to write: compile the traced text again,
+    // recording them. It fails the same way (the compile is deterministic) and throws the error
+    // a recording compile gives, reproducer included; should it not fail, this one's error stands.
+    if (!mode.recordStages && !k.stages.empty()) {
+      ::tessel::CompileMode again;
+      again.assemble = false;
+      try {
+        (void)::tessel::recompileStagesFor(k.stages.front().second, o, again);
+      } catch (const ::tessel::error &e) {
+        if (!StringRef(e.what()).starts_with(kCannotReRead))
+          throw;  // the recording compile's error (the expected outcome)
+      }
+    }
     std::string msg = "tessel: " + what + (k.name.empty() ? "" : " (kernel '" + k.name + "')") +
                       ":\n" + diags.take();
     // Scheduling errors are the user's (options, tile shapes): one line at their
@@ -268,6 +286,7 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
   };
   k.stages.emplace_back("01-tessel.mlir", printIR(module, /*locations=*/true));
   lap("print traced IR");
+  const bool record = mode.recordStages;
 
   ::tessel::PipelineOptions po;
   po.schedule = scheduleName(o.schedule);
@@ -283,6 +302,8 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
     if (failed(pm.run(module)))
       throw fail(what);
     lap(std::string("passes -> ") + stage);
+    if (!record)
+      return;
     k.stages.emplace_back(stage, printIR(module, locations));
     lap(std::string("print ") + stage);
   };
@@ -338,6 +359,7 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
 
   mlir::tessel::PTXOptions ptxOptions;
   ptxOptions.chip = k.arch;
+  ptxOptions.printIR = record;
   lap("kernel ABI");
   auto ptx = mlir::tessel::translateToPTX(module, ptxOptions);
   if (failed(ptx)) {
@@ -347,10 +369,14 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
   for (const auto &[what, ms] : ptx->timings)
     k.timings.emplace_back(what, ms);
   t0 = std::chrono::steady_clock::now();
-  k.stages.emplace_back("12-kernel.ll", ptx->llvmIR);
-  k.stages.emplace_back("13-kernel.opt.ll", ptx->llvmIROpt);
   k.ptx = ptx->ptx;
-  k.stages.emplace_back("14-kernel.ptx", k.ptx);
+  if (record) {
+    k.stages.emplace_back("12-kernel.ll", ptx->llvmIR);
+    k.stages.emplace_back("13-kernel.opt.ll", ptx->llvmIROpt);
+    k.stages.emplace_back("14-kernel.ptx", k.ptx);
+  }
+  if (!mode.assemble)
+    return k;
 
   // PTX -> cubin with ptxas when the toolkit is here; otherwise the driver JITs
   // the PTX at load time (the log says so).
@@ -363,3 +389,32 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
   lap("ptxas");
   return k;
 }
+
+namespace tessel {
+
+CompiledKernel recompileStagesFor(const std::string &tracedText, const options &o, CompileMode mode) {
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  MLIRContext ctx(registry);
+  std::string diagnostics;
+  OwningOpRef<ModuleOp> module;
+  {
+    ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
+      llvm::raw_string_ostream os(diagnostics);
+      os << d.getLocation() << ": " << d << "\n";
+      return success();
+    });
+    module = parseSourceString<ModuleOp>(tracedText, &ctx);
+  }
+  if (!module)
+    throw error(std::string(kCannotReRead) + diagnostics);
+  return compileModule(*module, o, mode);
+}
+
+std::vector<std::pair<std::string, std::string>> recompileStages(const std::string &tracedText, const options &o) {
+  CompileMode mode;
+  mode.assemble = false;
+  return recompileStagesFor(tracedText, o, mode).stages;
+}
+
+} // namespace tessel

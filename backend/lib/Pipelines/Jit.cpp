@@ -105,6 +105,18 @@ std::string dumpDirFor(mlir::ModuleOp module, const tessel::options &o, const te
   return dir;
 }
 
+/// Lets `k` make its stages again on demand (CompiledKernel::restage) from its traced stage and
+/// `o`, the options it was compiled with, and, when `now` (a dump is due), makes them now if it
+/// has only that one (compiled without recording them, here or by the process that filled the
+/// disk cache).
+void installStages(tessel::CompiledKernel &k, const tessel::options &o, bool now) {
+  if (k.stages.empty() || k.stages.front().first != "01-tessel.mlir")
+    return;
+  k.restage = [text = k.stages.front().second, o] { return tessel::recompileStages(text, o); };
+  if (now && !k.hasAllStages())
+    k.stages = k.restage();
+}
+
 /// What a kernel needs to compile variants of itself later.
 struct VariantSource {
   std::string name;     ///< the kernel's symbol
@@ -177,11 +189,13 @@ tessel::CompiledKernel compileVariant(const VariantSource &src, const tessel::de
   }
   tessel::CompiledKernel k;
   bool cached = false;
+  tessel::CompileMode mode;
+  mode.recordStages = !dumpDir.empty() || verbose;  // else made on demand (installStages)
   try {
     k = tessel::runtime::compileWithDiskCache(
         diskKey(src.program, src.options, &r), src.text, verbose,
         [&] {
-          tessel::CompiledKernel c = tessel::compileModule(*module, o);
+          tessel::CompiledKernel c = tessel::compileModule(*module, o, mode);
           c.variant = r.tag;  // before it is stored: tessel-cache lists it
           return c;
         },
@@ -190,6 +204,7 @@ tessel::CompiledKernel compileVariant(const VariantSource &src, const tessel::de
     throw tessel::error(std::string(e.what()) + "(while compiling variant '" + r.tag + "': " + why + ")");
   }
   k.variant = r.tag;
+  installStages(k, o, !dumpDir.empty());
   if (verbose && !cached)
     std::cerr << "tessel: compiled variant '" << r.tag << "' of '" << k.name << "' (" << k.blockThreads
               << " threads, " << k.dynamicSmemBytes << " B shared)\n"
@@ -292,9 +307,14 @@ std::shared_ptr<kernel_impl> finish_and_compile(const options &o) {
     source->dumpDir = dumpDir;
     ++builtCount;
     bool cached = false;
+    // Printing every stage is ~10% of a cold compile: only when a dump or TESSEL_VERBOSE wants
+    // them; otherwise kernel::stage makes them on demand (installStages).
+    CompileMode mode;
+    mode.recordStages = !dumpDir.empty() || verbose;
     CompiledKernel compiled = runtime::compileWithDiskCache(
         diskKey(program, resolved), source->text, verbose,
-        [&] { return compileModule(*traced->module, resolved); }, &cached);
+        [&] { return compileModule(*traced->module, resolved, mode); }, &cached);
+    installStages(compiled, resolved, !dumpDir.empty());
     source->name = compiled.name;
     source->program = std::move(program);
     if (verbose && !cached)

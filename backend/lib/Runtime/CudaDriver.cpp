@@ -10,6 +10,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <mutex>
 #include <sstream>
 #include <vector>
@@ -114,7 +115,15 @@ DriverState& state() {
 
 }  // namespace
 
+namespace {
+const CudaDriver* testDriver = nullptr;
+}  // namespace
+
+void setCudaDriverForTesting(const CudaDriver* fake) { testDriver = fake; }
+
 const CudaDriver* cudaDriver(std::string* why) {
+  if (testDriver)
+    return testDriver;
   DriverState& s = state();
   if (!s.usable) {
     if (why)
@@ -174,6 +183,7 @@ void throwCudaError(CUresult r, std::string_view op, std::string_view kernel,
 
 namespace {
 std::mutex stickyMutex;
+std::atomic<bool> faultSeen{false};
 std::string& stickyFault() {
   static std::string first;
   return first;
@@ -184,7 +194,10 @@ void recordStickyFault(const std::string& message) {
   std::lock_guard<std::mutex> lock(stickyMutex);
   if (stickyFault().empty())
     stickyFault() = message;
+  faultSeen.store(true, std::memory_order_release);
 }
+
+bool contextFaulted() noexcept { return faultSeen.load(std::memory_order_acquire); }
 
 void throwIfContextFaulted(std::string_view kernel) {
   std::string first;

@@ -8,9 +8,14 @@
 #include "tessel/Runtime/Kernel.h"
 #include "tessel/Runtime/Ptxas.h"
 
+#include <array>
+#include <cmath>
+#include <limits>
+#include <algorithm>
 #include <cctype>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -80,6 +85,13 @@ LoadedKernel::~LoadedKernel() {
       d->cuModuleUnload(static_cast<CUmodule>(l.module));
   }
   d->cuCtxSetCurrent(previous);
+}
+
+const std::vector<std::pair<std::string, std::string>>& LoadedKernel::stages() const {
+  if (compiled_.hasAllStages() || !compiled_.restage)
+    return compiled_.stages;
+  std::call_once(stagesOnce_, [&] { stages_ = compiled_.restage(); });
+  return stages_;
 }
 
 void* LoadedKernel::functionFor(void* context) {
@@ -480,14 +492,141 @@ CUtensorMapSwizzle tmaSwizzle(int bytes) {
 
 }  // namespace
 
+struct kernel_impl::LaunchRecord {
+  // The key: a launch with all of these equal launches this record.
+  std::vector<tensor_arg> args;
+  grid g;
+  CUstream stream = nullptr;
+  CUcontext context = nullptr;
+  std::thread::id thread;  ///< CU_STREAM_PER_THREAD only: another thread's stream (and workspace)
+  // What is launched.
+  const CompiledKernel* kernel = nullptr;  ///< the variant's (names the kernel in errors)
+  CUfunction function = nullptr;
+  bool fallback = false;  ///< a TMA fallback: TESSEL_FALLBACK=error set since must still throw
+  CUlaunchConfig config{};
+  CUlaunchAttribute cluster{};
+  std::vector<std::uint64_t> scalars;
+  std::vector<CUtensorMap> maps;  // CUtensorMap is alignas(64)
+  std::vector<void*> params;      // into scalars and maps
+  /// The ts::scalar parameters: a launch that differs from the record only in their values
+  /// (alpha changing per call) is launched from the record with those parameters replaced.
+  struct ScalarParam {
+    std::size_t param;
+    int arg;
+    dtype type;
+  };
+  std::vector<ScalarParam> scalarParams;
+};
+
+std::shared_ptr<const kernel_impl::LaunchRecord> kernel_impl::lastLaunch() const {
+  std::lock_guard<std::mutex> lock(launchMutex_);
+  return lastLaunch_;
+}
+
+void kernel_impl::rememberLaunch(std::shared_ptr<const LaunchRecord> r) {
+  std::lock_guard<std::mutex> lock(launchMutex_);
+  lastLaunch_ = std::move(r);
+}
+
+namespace {
+
+bool sameArg(const tensor_arg& a, const tensor_arg& b) {
+  return a.data == b.data && a.type == b.type && a.rank == b.rank && a.sizes == b.sizes &&
+         a.strides == b.strides && a.kind == b.kind &&
+         std::memcmp(&a.floating, &b.floating, sizeof(double)) == 0 && a.integer == b.integer;
+}
+
+/// An environment flag as envFlag reads it, without building a string when it is unset.
+bool flagSet(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && envFlag(name);
+}
+
+std::string launchShape(const CompiledKernel& k, grid g) {
+  return "grid (" + std::to_string(g.x) + ", " + std::to_string(g.y) + ", " + std::to_string(g.z) +
+         "), block " + std::to_string(k.blockThreads) + ", dynamic shared memory " +
+         std::to_string(k.dynamicSmemBytes) + " bytes, cluster (" + std::to_string(k.cluster[0]) + ", " +
+         std::to_string(k.cluster[1]) + ", " + std::to_string(k.cluster[2]) + ")";
+}
+
+/// The cached launch: true when `kernel`'s last recorded launch had exactly these arguments,
+/// grid and stream, the same context is current and nothing asks for the full path (a sticky
+/// fault, TESSEL_DEBUG, TESSEL_VERBOSE, TESSEL_FALLBACK=error on a fallback); then it is
+/// launched again as it was. Every check of the full path depends only on these (the host
+/// rules) or was made for them when recorded (device pointers, the stream's context); what a
+/// repeated launch does not check again is whether memory at the same addresses was freed
+/// since (docs/design-notes.md, 2026-12-04 "cached launch").
+bool launchCached(kernel_impl& kernel, CUstream s, grid g, std::span<const tensor_arg> args) {
+  const CudaDriver* d = cudaDriver();
+  if (!d)
+    return false;
+  std::shared_ptr<const kernel_impl::LaunchRecord> r = kernel.lastLaunch();
+  if (!r || r->stream != s || r->g.x != g.x || r->g.y != g.y || r->g.z != g.z || r->args.size() != args.size())
+    return false;
+  bool newScalars = false;  // a scalar value of the same kind differs: only its parameter changes
+  for (size_t i = 0; i < args.size(); ++i)
+    if (!sameArg(r->args[i], args[i])) {
+      if (args[i].kind == arg_kind::tensor || args[i].kind != r->args[i].kind)
+        return false;
+      newScalars = true;
+    }
+  if (s == CU_STREAM_PER_THREAD && r->thread != std::this_thread::get_id())
+    return false;
+  if (contextFaulted() || flagSet("TESSEL_DEBUG") || flagSet("TESSEL_VERBOSE"))
+    return false;
+  if (r->fallback && fallbackPolicy() == FallbackPolicy::error)
+    return false;
+  // New scalar values: the parameter list with their slots replaced (values the full path would
+  // reject, outside the f32 / i32 range, take the full path for its error).
+  constexpr std::size_t kMaxParams = 64;
+  std::array<void*, kMaxParams> localParams;
+  std::array<std::uint64_t, kMaxParams> localBits;
+  void** params = const_cast<void**>(r->params.data());
+  if (newScalars) {
+    if (r->params.size() > kMaxParams)
+      return false;
+    std::copy(r->params.begin(), r->params.end(), localParams.begin());
+    for (const kernel_impl::LaunchRecord::ScalarParam& p : r->scalarParams) {
+      const tensor_arg& a = args[p.arg];
+      std::uint64_t bits = 0;
+      if (p.type == dtype::f32) {
+        if (std::isfinite(a.floating) && std::fabs(a.floating) > static_cast<double>(std::numeric_limits<float>::max()))
+          return false;
+        const float f = static_cast<float>(a.floating);
+        std::uint32_t b = 0;
+        std::memcpy(&b, &f, sizeof b);
+        bits = b;
+      } else {
+        if (a.integer < std::numeric_limits<std::int32_t>::min() || a.integer > std::numeric_limits<std::int32_t>::max())
+          return false;
+        bits = static_cast<std::uint32_t>(static_cast<std::int32_t>(a.integer));
+      }
+      localBits[p.param] = bits;
+      localParams[p.param] = &localBits[p.param];
+    }
+    params = localParams.data();
+  }
+  CUcontext ctx = nullptr;
+  if (d->cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || ctx != r->context)
+    return false;
+  if (CUresult e = d->cuLaunchKernelEx(&r->config, r->function, params, nullptr); e != CUDA_SUCCESS)
+    throwCudaError(e, "cuLaunchKernelEx", r->kernel->name, launchShape(*r->kernel, g));
+  return true;
+}
+
+}  // namespace
+
 void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_arg> args) {
+  CUstream s = static_cast<CUstream>(stream);
+  if (launchCached(kernel, s, g, args))
+    return;
+
   LoadedKernel& variant = kernel.select(args, g);
   const CompiledKernel& k = variant.compiled();
   validateArgs(k, args, g);
   if (nothingToDo(k, args, g))
     return;  // Kernel.h, launch contract 3 (before step 2: it needs no GPU)
 
-  CUstream s = static_cast<CUstream>(stream);
   CUcontext ctx = ensureContext(s, k.name);  // throws "no GPU"
   throwIfContextFaulted(k.name);
   const CudaDriver& d = *cudaDriver();
@@ -503,13 +642,19 @@ void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_ar
 
   CUfunction fn = static_cast<CUfunction>(variant.functionFor(ctx));
 
+  // Built in a record that the next launch with the same arguments reuses (launchCached).
+  auto record = std::make_shared<kernel_impl::LaunchRecord>();
+  kernel_impl::LaunchRecord& rec = *record;
   std::vector<ParamValue> plan = planParams(k, args, g);
-  std::vector<std::uint64_t> scalars(plan.size());
+  std::vector<std::uint64_t>& scalars = rec.scalars;
+  scalars.resize(plan.size());
   size_t tmaCount = 0;
   for (const ParamValue& v : plan)
     tmaCount += v.kind == ParamSpec::Kind::TmaDescriptor;
-  std::vector<CUtensorMap> maps(tmaCount);  // CUtensorMap is alignas(64)
-  std::vector<void*> params(plan.size());
+  std::vector<CUtensorMap>& maps = rec.maps;
+  maps.resize(tmaCount);
+  std::vector<void*>& params = rec.params;
+  params.resize(plan.size());
   size_t nextMap = 0;
   for (size_t i = 0; i < plan.size(); ++i) {
     const ParamValue& v = plan[i];
@@ -535,7 +680,7 @@ void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_ar
     params[i] = map;
   }
 
-  CUlaunchConfig config{};
+  CUlaunchConfig& config = rec.config;
   config.gridDimX = g.x;
   config.gridDimY = g.y;
   config.gridDimZ = g.z;
@@ -579,7 +724,7 @@ void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_ar
   config.blockDimZ = 1;
   config.sharedMemBytes = k.dynamicSmemBytes;
   config.hStream = s;
-  CUlaunchAttribute cluster{};
+  CUlaunchAttribute& cluster = rec.cluster;
   const bool clustered = k.cluster[0] * k.cluster[1] * k.cluster[2] > 1;
   if (clustered) {
     cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
@@ -589,12 +734,7 @@ void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_ar
     config.attrs = &cluster;
     config.numAttrs = 1;
   }
-  auto shape = [&] {
-    return "grid (" + std::to_string(g.x) + ", " + std::to_string(g.y) + ", " + std::to_string(g.z) +
-           "), block " + std::to_string(k.blockThreads) + ", dynamic shared memory " +
-           std::to_string(k.dynamicSmemBytes) + " bytes, cluster (" + std::to_string(k.cluster[0]) + ", " +
-           std::to_string(k.cluster[1]) + ", " + std::to_string(k.cluster[2]) + ")";
-  };
+  auto shape = [&] { return launchShape(k, g); };
   if (k.persistent && clustered && d.cuOccupancyMaxActiveClusters) {
     // Not every SM can hold a CTA of a cluster (clusters live inside one GPC):
     // a persistent grid larger than the co-resident clusters would run its
@@ -623,8 +763,26 @@ void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_ar
   }
   if (CUresult r = d.cuLaunchKernelEx(&config, fn, params.data(), nullptr); r != CUDA_SUCCESS)
     throwCudaError(r, "cuLaunchKernelEx", k.name, shape());
-  if (envFlag("TESSEL_DEBUG"))
+  if (envFlag("TESSEL_DEBUG")) {
     checkCuda(d.cuStreamSynchronize(s), "cuStreamSynchronize after the launch (TESSEL_DEBUG)", k.name, shape());
+    return;  // not recorded: every debug launch takes the full path
+  }
+  if (kernel.verbose())
+    return;  // the full path prints select()'s lines on every launch
+  rec.args.assign(args.begin(), args.end());
+  rec.g = g;
+  rec.stream = s;
+  rec.context = ctx;
+  if (s == CU_STREAM_PER_THREAD)
+    rec.thread = std::this_thread::get_id();
+  rec.kernel = &k;
+  rec.function = fn;
+  for (size_t i = 0; i < k.params.size(); ++i)
+    if (k.params[i].kind == ParamSpec::Kind::Scalar)
+      rec.scalarParams.push_back({i, k.params[i].arg, k.args[k.params[i].arg].type});
+  rec.fallback = &variant.compiled() != &kernel.compiled() && variant.compiled().schedule == "multistage" &&
+                 kernel.compiled().schedule != "multistage";
+  kernel.rememberLaunch(std::move(record));
 }
 
 std::string stage_text(const kernel_impl& kernel, const std::string& stage) {
@@ -663,6 +821,10 @@ std::string stage_text(const kernel_impl& kernel, const std::string& stage) {
   for (const auto& [name, text] : k.stages)
     if (name == file)
       return text;
+  if (!k.hasAllStages() && k.restage)  // compiled without recording them: made now, once
+    for (const auto& [name, text] : kernel.stages())
+      if (name == file)
+        return text;
   std::string available;
   for (const auto& [name, f] : names)
     available += std::string(available.empty() ? "" : ", ") + name;

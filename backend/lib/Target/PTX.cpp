@@ -193,8 +193,10 @@ LogicalResult mlir::tessel::emitPTX(llvm::Module &llvmModule, const PTXOptions &
   llvmModule.setDataLayout(tm->createDataLayout());
 
   auto t0 = std::chrono::steady_clock::now();
-  result.llvmIR = print(llvmModule);
-  result.timings.emplace_back("llvm print", lap(t0));
+  if (options.printIR) {
+    result.llvmIR = print(llvmModule);
+    result.timings.emplace_back("llvm print", lap(t0));
+  }
 
   {
     llvm::LoopAnalysisManager lam;
@@ -215,8 +217,10 @@ LogicalResult mlir::tessel::emitPTX(llvm::Module &llvmModule, const PTXOptions &
     mpm.run(llvmModule, mam);
   }
   result.timings.emplace_back("llvm O3", lap(t0));
-  result.llvmIROpt = print(llvmModule);
-  result.timings.emplace_back("llvm print opt", lap(t0));
+  if (options.printIR) {
+    result.llvmIROpt = print(llvmModule);
+    result.timings.emplace_back("llvm print opt", lap(t0));
+  }
 
   llvm::SmallString<0> ptx;
   {

@@ -72,14 +72,14 @@ protected:
   void TearDown() override { fs::remove_all(dir); }
 
   /// compileModule on `text`; returns the tessel::error's message ("" if none was thrown).
-  std::string compileError(const std::string& text) {
+  std::string compileError(const std::string& text, tessel::CompileMode mode = {}) {
     mlir::OwningOpRef<mlir::ModuleOp> m = mlir::parseSourceString<mlir::ModuleOp>(text, ctx.get());
     EXPECT_TRUE(m) << "the test's IR does not parse";
     if (!m) return {};
     tessel::options o;
     o.dump_dir = dir.string();
     try {
-      tessel::compileModule(*m, o);
+      tessel::compileModule(*m, o, mode);
     } catch (const tessel::error& e) {
       return e.what();
     }
@@ -100,6 +100,23 @@ TEST_F(BackendFailure, UnselectableOpIsAnErrorWithLocationAndReproducer) {
   EXPECT_THAT(input, HasSubstr("llvm.intr.sin"));
   EXPECT_THAT(input, HasSubstr("user_kernel.cpp"));
   EXPECT_FALSE(fs::exists(dir / "failed-sine" / "sine.ptx")) << "no PTX was made";
+}
+
+// Compiled without recording the stages (ts::jit without a dump): the failure compiles the
+// traced text again recording them, so the error and the reproducer are the same.
+TEST_F(BackendFailure, WithoutRecordedStagesTheReproducerIsTheSame) {
+  tessel::CompileMode lazy;
+  lazy.recordStages = false;
+  std::string what = compileError(kernelText("sine", "math.sin"), lazy);
+  EXPECT_EQ(what,
+            "tessel: PTX generation failed (kernel 'sine'):\n"
+            "user_kernel.cpp:30:1: error: LLVM's NVPTX backend failed: Cannot select: f32 = fsin\n"
+            "IR reproducer: " + (dir / "failed-sine").string() + "/\n");
+  EXPECT_TRUE(fs::exists(dir / "failed-sine" / "01-tessel.mlir"));
+  EXPECT_TRUE(fs::exists(dir / "failed-sine" / "11-convert-to-llvm.mlir"));
+  EXPECT_THAT(slurp(dir / "failed-sine" / "failing-step-input.mlir"), HasSubstr("llvm.intr.sin"));
+  // And a kernel that compiles is unaffected.
+  EXPECT_EQ(compileError(kernelText("fine", "math.exp"), lazy), "");
 }
 
 TEST_F(BackendFailure, LlvmStillWorksAfterwardsAndAgain) {

@@ -60,8 +60,9 @@ constexpr std::size_t fieldCount() {
 // A new field must be added to encodeCacheEntry / decodeCacheEntry (DiskCache.cpp, then bump
 // kEntryFormatVersion) and to sameKernel() below; a new option to optionsKey and to
 // OptionsKey.ChangesWithEveryOption (unless it does not change the code, like dump_dir).
-// 17: CompiledKernel::timings is deliberately not stored (an entry read back has only its lookup time).
-static_assert(fieldCount<CompiledKernel>() == 17, "CompiledKernel changed: serialize the new field");
+// 18: CompiledKernel::timings is deliberately not stored (an entry read back has only its lookup
+// time), nor CompiledKernel::restage (ts::jit installs it again on a hit).
+static_assert(fieldCount<CompiledKernel>() == 18, "CompiledKernel changed: serialize the new field");
 static_assert(fieldCount<ArgSpec>() == 4, "ArgSpec changed: serialize the new field");
 static_assert(fieldCount<ParamSpec>() == 7, "ParamSpec changed: serialize the new field");
 static_assert(fieldCount<SizeContract>() == 6, "SizeContract changed: serialize the new field");

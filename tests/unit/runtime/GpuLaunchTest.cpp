@@ -172,6 +172,28 @@ TEST_P(TmaCopy, CopiesThroughAHostEncodedDescriptor) {
   detail::launch(*kernel, nullptr, g, args);
   checkCuda(drv().cuCtxSynchronize(), "cuCtxSynchronize");
   EXPECT_EQ(dOut.download<float>(kRows * kCols), out);
+
+  // The cached launch (the same arguments) must not keep a descriptor of the old input when the
+  // input pointer changes: another buffer with other values is copied.
+  std::vector<float> in2(in.size(), -7.0f);
+  for (std::int64_t r = 0; r < kRows; ++r)
+    for (std::int64_t c = 0; c < kCols; ++c)
+      in2[r * kLd + c] = 100.0f + static_cast<float>(r * kCols + c);
+  DeviceBuffer dIn2(in2.size() * 4);
+  dIn2.upload(in2);
+  std::vector<tensor_arg> args2 = args;
+  args2[0].data = dIn2.get();
+  detail::launch(*kernel, nullptr, g, args2);
+  checkCuda(drv().cuCtxSynchronize(), "cuCtxSynchronize");
+  std::vector<float> out2 = dOut.download<float>(kRows * kCols);
+  for (std::int64_t r = 0; r < kRows; ++r)
+    for (std::int64_t c = 0; c < kCols; ++c)
+      if (out2[r * kCols + c] != in2[r * kLd + c] && mismatches++ < 5)
+        ADD_FAILURE() << "second input: out[" << r << "][" << c << "] = " << out2[r * kCols + c];
+  // And back to the first one.
+  detail::launch(*kernel, nullptr, g, args);
+  checkCuda(drv().cuCtxSynchronize(), "cuCtxSynchronize");
+  EXPECT_EQ(dOut.download<float>(kRows * kCols), out);
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtime, TmaCopy,
@@ -229,6 +251,43 @@ TEST_F(Gpu, RejectsHostAndFreedMemory) {
   detail::launch(*kernel, nullptr, {2, 1, 1}, std::span(&a, 1));
   checkCuda(drv().cuCtxSynchronize(), "cuCtxSynchronize");
   EXPECT_EQ(ok.download<float>(256), std::vector<float>(256, 2.0f));
+}
+
+// The cached launch (Kernel.cpp launchCached): a launch with the arguments of the previous one
+// reuses its parameters; any change (size, pointer, grid) takes the full path, whose checks and
+// messages are unchanged.
+TEST_F(Gpu, CachedLaunchFollowsEveryChange) {
+  auto kernel = runtime::makeKernel(addOneKernel());
+  DeviceBuffer buf(256 * 4), other(256 * 4);
+  buf.upload(std::vector<float>(256, 0.0f));
+  other.upload(std::vector<float>(256, 10.0f));
+  tensor_arg a = vectorArg(dtype::f32, buf.get(), 200);
+  for (int i = 0; i < 3; ++i)
+    detail::launch(*kernel, nullptr, {2, 1, 1}, std::span(&a, 1));  // 1 full, 2 cached
+  a.sizes[0] = 256;
+  detail::launch(*kernel, nullptr, {2, 1, 1}, std::span(&a, 1));
+  a.data = other.get();
+  detail::launch(*kernel, nullptr, {2, 1, 1}, std::span(&a, 1));
+  detail::launch(*kernel, nullptr, {1, 1, 1}, std::span(&a, 1));  // only the first 128
+  checkCuda(drv().cuCtxSynchronize(), "cuCtxSynchronize");
+  std::vector<float> h = buf.download<float>(256), o = other.download<float>(256);
+  EXPECT_EQ(h[0], 4.0f);
+  EXPECT_EQ(h[199], 4.0f);
+  EXPECT_EQ(h[200], 1.0f);
+  EXPECT_EQ(o[0], 12.0f);
+  EXPECT_EQ(o[255], 11.0f);
+
+  // A host pointer after cached launches: the same error as ever.
+  std::vector<float> host(256, 0.0f);
+  a.data = host.data();
+  EXPECT_THAT([&] { detail::launch(*kernel, nullptr, {2, 1, 1}, std::span(&a, 1)); },
+              ThrowsMessage<tessel::error>(AllOf(HasSubstr("tessel: kernel 'add_one' argument 0: data pointer 0x"),
+                                                 HasSubstr("is not CUDA device memory"))));
+  // A host-side rule too (a wrong dtype), with the cached arguments one field away.
+  a.data = buf.get();
+  a.type = dtype::i32;
+  EXPECT_THAT([&] { detail::launch(*kernel, nullptr, {2, 1, 1}, std::span(&a, 1)); },
+              ThrowsMessage<tessel::error>(HasSubstr("argument 0: expected dtype f32, got i32")));
 }
 
 TEST_F(Gpu, EmptyArgumentsLaunchNothing) {

@@ -1,5 +1,6 @@
 //===- KernelTest.cpp - kernel_impl, stage_text, GPU availability ----------===//
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 
@@ -123,6 +124,35 @@ TEST(CudaErrors, MessagesCarryOperationKernelAndStickiness) {
   // it, the number.
   std::string text = runtime::cudaErrorText(CUDA_ERROR_INVALID_VALUE);
   EXPECT_TRUE(text == "CUDA_ERROR_INVALID_VALUE (invalid argument)" || text == "CUDA error 1") << text;
+}
+
+// Informational (asserts no time): the host-side work of a launch that takes the full path,
+// without its driver calls (which need a GPU): select(), validateArgs, nothingToDo and planParams
+// for the GEMM-shaped kernel. A repeated launch with the same arguments skips all of it, and the
+// pointer queries and TMA encodes, and compares its arguments instead (Kernel.cpp launchCached).
+TEST(Launch, HostSideCostOfTheFullPath) {
+  auto kernel = runtime::makeKernel(gemmKernel(), [](const detail::VariantRequest&) -> CompiledKernel {
+    throw tessel::error("no variants here");
+  });
+  std::vector<tensor_arg> args = gemmArgs();
+  const grid g{2, 1, 1};
+  auto once = [&] {
+    detail::LoadedKernel& v = kernel->select(args, g);
+    runtime::validateArgs(v.compiled(), args, g);
+    if (runtime::nothingToDo(v.compiled(), args, g))
+      std::abort();
+    return runtime::planParams(v.compiled(), args, g).size();
+  };
+  std::size_t sink = 0;
+  for (int i = 0; i < 1000; ++i)
+    sink += once();
+  constexpr int n = 20000;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < n; ++i)
+    sink += once();
+  const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / n;
+  std::printf("full launch path, host side without driver calls: %.3f us per launch (%zu)\n", us, sink);
+  EXPECT_GT(sink, 0u);
 }
 
 }  // namespace

@@ -66,10 +66,31 @@ void buildToLLVMPipeline(mlir::OpPassManager &pm);
 /// All of them, in order (`tessel-opt --tessel-pipeline`).
 void buildTesselPipeline(mlir::OpPassManager &pm, const PipelineOptions &o);
 
+/// What compileModule records and runs besides the compile itself.
+struct CompileMode {
+  /// Record every stage (01-tessel.mlir ... 14-kernel.ptx) in CompiledKernel::stages. When
+  /// false only 01-tessel.mlir is recorded (printing the others is ~10% of a cold GEMM compile):
+  /// recompileStages makes the rest, byte for byte, from that text and the same options. A
+  /// failure still gets its IR reproducer: compileModule then compiles the 01 text again with
+  /// every stage recorded (the same deterministic failure) and throws that compile's error.
+  bool recordStages = true;
+  /// Run ptxas (when the toolkit has it). recompileStages does not: no stage is ptxas's.
+  bool assemble = true;
+};
+
 /// Compiles a traced module (one kernel) all the way to cubin, recording every
-/// stage. Throws tessel::error with the diagnostics (which quote the user's
-/// source lines) on failure.
-CompiledKernel compileModule(mlir::ModuleOp module, const options &o);
+/// stage (or, with `mode.recordStages` false, the first). Throws tessel::error
+/// with the diagnostics (which quote the user's source lines) on failure.
+CompiledKernel compileModule(mlir::ModuleOp module, const options &o, CompileMode mode = {});
+
+/// Every stage of the kernel whose 01-tessel.mlir is `tracedText`, compiled with `o` (as
+/// compileModule with `o` recorded them: byte-identical, tests/unit/jit/LazyStagesTest.cpp),
+/// in a fresh MLIRContext, without ptxas. Throws tessel::error like compileModule.
+std::vector<std::pair<std::string, std::string>> recompileStages(const std::string &tracedText,
+                                                                 const options &o);
+/// compileModule of `tracedText` parsed into a fresh MLIRContext (recompileStages, and a
+/// compile without recorded stages that failed: its reproducer).
+CompiledKernel recompileStagesFor(const std::string &tracedText, const options &o, CompileMode mode);
 
 std::string scheduleName(schedule s);
 /// options::decomposition as the pass option spells it: auto, data-parallel, stream-k.

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -99,8 +100,22 @@ struct CompiledKernel {
   std::string ptx;
   std::string cubin;              ///< binary image (empty if ptxas was unavailable)
   std::string ptxasLog;
-  /// Every stage, in pipeline order: {"01-tessel.mlir", text}, ..., {"kernel.ptx", ptx}.
+  /// Every stage, in pipeline order: {"01-tessel.mlir", text}, ..., {"14-kernel.ptx", ptx};
+  /// or only {"01-tessel.mlir", text} when compiled without recording the others (ts::jit
+  /// without a dump directory or TESSEL_VERBOSE: compileModule's CompileMode). Then `restage`
+  /// makes them again on demand (kernel::stage, a dump on a disk-cache hit).
   std::vector<std::pair<std::string, std::string>> stages;
+  /// Recomputes every stage (byte-identical to a compile that recorded them) when `stages` holds
+  /// only the first; empty when nothing can (then only the recorded stages exist). ts::jit
+  /// installs it; not stored in the disk cache.
+  std::function<std::vector<std::pair<std::string, std::string>>()> restage;
+  /// True when `stages` holds every stage (the last one, 14-kernel.ptx, is there).
+  bool hasAllStages() const {
+    for (const auto &s : stages)
+      if (s.first == "14-kernel.ptx")
+        return true;
+    return false;
+  }
   /// Where the compile's time went, in order: {"schedule passes", ms}, ..., {"ptxas", ms}
   /// (compileModule), and {"disk cache", ms} (the lookup, and the store after a miss). Not
   /// stored in the disk cache: a kernel read from it has only the lookup. Printed by the JIT

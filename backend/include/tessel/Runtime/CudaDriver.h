@@ -84,6 +84,11 @@ struct CudaDriver {
 /// "cuInit failed: CUDA_ERROR_NO_DEVICE ..."); the outcome is remembered.
 const CudaDriver* cudaDriver(std::string* why = nullptr);
 
+/// Tests only: makes cudaDriver() return `fake` (a table of stub functions, so that the launch
+/// path runs without a GPU: tests/unit/runtime/CachedLaunchTest.cpp), or the real outcome again
+/// with nullptr. Not thread-safe against concurrent driver use.
+void setCudaDriverForTesting(const CudaDriver* fake);
+
 /// As cudaDriver(), but throws tessel::error "tessel: <what>: no GPU: <why>"
 /// when the GPU is unusable.
 const CudaDriver& requireCudaDriver(std::string_view what);
@@ -113,6 +118,8 @@ void recordStickyFault(const std::string& message);
 /// Throws "kernel 'K' not launched: the CUDA context is unusable since an
 /// earlier fault (<first message>)" after a recorded sticky fault.
 void throwIfContextFaulted(std::string_view kernel);
+/// True once recordStickyFault was called (an atomic load: the cached launch path asks per launch).
+bool contextFaulted() noexcept;
 
 /// Checks a driver call's result; see throwCudaError.
 inline void checkCuda(CUresult r, std::string_view op, std::string_view kernel = {},

@@ -6,7 +6,9 @@
 // the CUDA modules it has been loaded into, one per context, loaded on first
 // launch there.
 //
-// Launch contract (detail::launch), in order:
+// Launch contract (detail::launch), in order (a launch with the arguments, grid,
+// stream and context of the kernel's previous one skips to the cuLaunchKernelEx of
+// step 4 with that launch's parameters: kernel_impl::LaunchRecord):
 //  0. kernel_impl::select picks (compiling on first use) the variant for the
 //     arguments' layouts, falling back to schedule multistage where TMA's
 //     rules fail (TESSEL_FALLBACK).
@@ -87,6 +89,9 @@ public:
   LoadedKernel& operator=(const LoadedKernel&) = delete;
 
   const CompiledKernel& compiled() const { return compiled_; }
+  /// Every stage of the kernel: compiled().stages, or, when only the first was recorded, what
+  /// compiled().restage makes (once, on first use; thread-safe; throws tessel::error).
+  const std::vector<std::pair<std::string, std::string>>& stages() const;
   /// The kernel's function in context `context` (a CUcontext), loading the
   /// module there on first use. Returns a CUfunction. Throws tessel::error.
   void* functionFor(void* context);
@@ -98,6 +103,8 @@ private:
     void* function;  ///< CUfunction
   };
   const CompiledKernel compiled_;
+  mutable std::once_flag stagesOnce_;
+  mutable std::vector<std::pair<std::string, std::string>> stages_;
   std::mutex mutex_;
   std::vector<Loaded> loaded_;
 };
@@ -116,6 +123,8 @@ struct kernel_impl {
   kernel_impl& operator=(const kernel_impl&) = delete;
 
   const CompiledKernel& compiled() const { return primary_.compiled(); }
+  /// Every stage of the eagerly compiled kernel (LoadedKernel::stages).
+  const std::vector<std::pair<std::string, std::string>>& stages() const { return primary_.stages(); }
   void* functionFor(void* context) { return primary_.functionFor(context); }
 
   /// The variant to launch `args` with, compiling it on first use:
@@ -133,6 +142,17 @@ struct kernel_impl {
   ///     rule instead.
   /// Throws tessel::error; the caller still runs validateArgs on the result.
   LoadedKernel& select(std::span<const tensor_arg> args, grid g);
+
+  /// The cached launch (detail::launch, Kernel.cpp): what the last launch that went through
+  /// every check launched, ready to launch again: its arguments, grid, stream, context, the
+  /// kernel function and the built parameters (TMA descriptors encoded). A launch with the very
+  /// same arguments (pointers, sizes, strides, dtypes, scalar values), grid, stream and current
+  /// context launches it directly. Defined in Kernel.cpp (CUDA types).
+  struct LaunchRecord;
+  std::shared_ptr<const LaunchRecord> lastLaunch() const;
+  void rememberLaunch(std::shared_ptr<const LaunchRecord> r);
+  /// options::verbose or TESSEL_VERBOSE (select()'s log lines).
+  bool verbose() const;
 
   /// Tags of the variants compiled (or attempted) so far, in order (tests, logs).
   std::vector<std::string> variantTags() const;
@@ -155,7 +175,6 @@ private:
   LoadedKernel& variant(const VariantRequest& r);
   /// Prints `line` to stderr unless `key` was printed already for this kernel.
   void noteOnce(const std::string& key, const std::string& line);
-  bool verbose() const;
 
   LoadedKernel primary_;
   std::optional<runtime::AutoGemmInfo> auto_;
@@ -166,6 +185,8 @@ private:
   std::map<std::string, std::unique_ptr<Slot>> variants_;
   std::vector<std::string> order_;
   std::set<std::string> noted_;
+  mutable std::mutex launchMutex_;
+  std::shared_ptr<const LaunchRecord> lastLaunch_;
 };
 
 }  // namespace tessel::detail

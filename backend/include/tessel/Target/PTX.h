@@ -20,6 +20,9 @@ struct PTXOptions {
   /// PTX ISA >= 8.3: older ones crash LLVM 22 on the tensormap fence (DESIGN.md §6).
   std::string features = "+ptx85";
   unsigned optLevel = 3;
+  /// Print the LLVM IR before and after optimisation into PTXResult::llvmIR / llvmIROpt
+  /// (stages 12 and 13; ~5% of a cold GEMM compile). Off: they stay empty.
+  bool printIR = true;
 };
 
 struct PTXResult {

@@ -180,6 +180,8 @@ public:
   /// "convert-hopper-to-nvvm", "convert-to-llvm"; then "ll", "opt.ll", "ptx", "ptxas.log", "cubin"
   /// (binary), "sass" (cuobjdump -sass of the cubin; needs the CUDA toolkit), or a dump file's name
   /// ("10-convert-hopper-to-nvvm.mlir"). Throws tessel::error naming the valid ones for any other name.
+  /// Without a dump directory or TESSEL_VERBOSE, ts::jit records only "tessel": the first call for
+  /// a later stage compiles the traced program again (without ptxas) to the same bytes, once.
   std::string stage(const std::string& name) const { return detail::stage_text(impl(), name); }
 
   /// Where this kernel's compile time went: {step, milliseconds} in order ("passes ->
