@@ -56,6 +56,9 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 
+#include <limits>
+#include <map>
+
 namespace mlir::tessel {
 #define GEN_PASS_DEF_TESSELLOWERTONVVM
 #include "tessel/Transforms/Passes.h.inc"
@@ -319,6 +322,10 @@ FailureOr<Value> KernelBuilder::element(Value v, ArrayRef<Value> coords) {
   }
   if (auto tr = dyn_cast<TransOp>(op))
     return element(tr.getSrc(), {coords[1], coords[0]});
+  if (isa<ReduceOp>(op))
+    return op->emitError("the result of a reduction (ts::sum / ts::max / ts::amax) can only be "
+                         "stored with reduce_into"),
+           failure();
   if (auto load = dyn_cast<LoadOp>(op)) {
     if (gemm && load->getParentOp() == gemm->loop)
       return load.emitError("tiles loaded in the mainloop can only feed the dot"), failure();
@@ -533,6 +540,10 @@ LogicalResult KernelBuilder::emitStores(function_ref<LogicalResult(StoreOp)> per
 LogicalResult KernelBuilder::buildElementwise() {
   kernel->setAttr("nvvm.reqntid", b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
   return emitStores([&](StoreOp store) -> LogicalResult {
+    if (store.getCombine())
+      return store.emitError("reductions (ts::sum / ts::max / ts::amax) are supported in GEMM "
+                             "epilogues only, not in kernels without a ts::dot"),
+             failure();
     auto ty = cast<RankedTensorType>(store.getValue().getType());
     int64_t numel = ty.getNumElements();
     for (int64_t r = 0; r * threads < numel; ++r) {
@@ -813,6 +824,14 @@ LogicalResult KernelBuilder::emitRegisterStore(StoreOp store, Value accFinal, Va
       b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, warp, i32(16)),
                               b.create<arith::DivUIOp>(loc, lane, i32(4))));
   Value colBase = b.create<arith::MulIOp>(loc, b.create<arith::RemUIOp>(loc, lane, i32(4)), i32(2));
+  if (storePath(store) == "reduce_atomic") {
+    // wgmma m64nN: register r of a thread is at row 8 * ((r % 4) / 2),
+    // column 8 * (r / 4) + r % 2 from its base.
+    SmallVector<FragmentElement> frags;
+    for (int64_t r = 0; r < BN / 2; ++r)
+      frags.push_back({r, 8 * ((r % 4) / 2), 8 * (r / 4) + r % 2});
+    return emitReduceStore(store, accFinal, frags, rowBase, colBase, lane);
+  }
   {
     auto ty = cast<RankedTensorType>(store.getValue().getType());
     if (ty.getRank() != 2 || ty.getDimSize(0) != BM || ty.getDimSize(1) != BN)
@@ -844,6 +863,161 @@ LogicalResult KernelBuilder::emitRegisterStore(StoreOp store, Value accFinal, Va
     }
     return success();
   }
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions in the epilogue
+//===----------------------------------------------------------------------===//
+//
+// `V.reduce_into({m}, ts::amax(y, ts::axis<1>))` is a tessel.reduce of an
+// expression of the accumulator tile, stored with {combine}. In both
+// accumulator layouts (wgmma, mma.sync) the 4 lanes of a quad (lane / 4
+// equal) hold the columns 2 (lane % 4) + {0, 1} + 8j of the same rows, and
+// the 8 quads of a warp hold 8 consecutive rows (+ 8, + 16 ...). So:
+//   1. each thread evaluates its fragments' elements, leaves out those
+//      outside the GEMM's M x N along the reduced axis (the identity takes
+//      their place: 0 for sum, -inf for max, 0 for amax), and combines the
+//      elements of each row (axis 1) or column (axis 0) it holds;
+//   2. shuffles combine a row over the quad (xor 1, 2), a column over the
+//      quads (xor 4, 8, 16);
+//   3. lane 0 of the quad (row) or lanes 0..3 (column) combine the warp's
+//      partial into global memory, bounds-checked like any store:
+//      sum: atomic f32 add (red.global.add.f32; the order of the adds is not
+//      fixed); amax: atomic signed max on the f32 bits (non-negative floats
+//      order like their bits; +NaN is above +inf); max: the same for x >= 0
+//      (sign bit clear), atomic unsigned min on the bits for x < 0 (negative
+//      floats order inversely to their bits, and every one is above the bits
+//      of any non-negative float). max and amax are therefore exact and
+//      deterministic; NaN propagates (maximumf gives +NaN).
+// Stream-K: the finisher runs the epilogue on the summed tile, contributors
+// run none, so a reduction sees whole-tile values.
+
+FailureOr<std::pair<Value, Value>> KernelBuilder::gemmTileLimits() {
+  auto limit = [&](const GemmOperand &o, bool isB) -> FailureOr<Value> {
+    // The dot sees A as BM x BK and B as BK x BN: M (N) is the loaded tile's
+    // first dimension, unless the dot sees the load transposed (for A) or
+    // untransposed (for B).
+    int64_t rank = o.refType().getRank();
+    bool first = isB ? o.transposed : !o.transposed;
+    int64_t d = first ? rank - 2 : rank - 1;
+    auto off = scalar(o.offsets()[d]);
+    if (failed(off))
+      return failure();
+    Value size = refs[o.argIndex].sizes[d];
+    Value lim = b.create<arith::SubIOp>(loc, size,
+                                        b.create<arith::ExtSIOp>(loc, b.getI64Type(), *off));
+    // Clamp to i32 (a tile far past the edge: negative, nothing inside).
+    lim = b.create<arith::MaxSIOp>(loc, lim, i64(-1));
+    lim = b.create<arith::MinSIOp>(loc, lim, i64(INT32_MAX));
+    return b.create<arith::TruncIOp>(loc, b.getI32Type(), lim).getResult();
+  };
+  auto rows = limit(gemm->a, /*isB=*/false);
+  auto cols = limit(gemm->b, /*isB=*/true);
+  if (failed(rows) || failed(cols))
+    return failure();
+  return std::pair(*rows, *cols);
+}
+
+LogicalResult KernelBuilder::emitReduceStore(StoreOp store, Value acc,
+                                             ArrayRef<FragmentElement> frags, Value rowBase,
+                                             Value colBase, Value lane) {
+  auto reduce = store.getValue().getDefiningOp<ReduceOp>();
+  if (!gemm)
+    return store.emitError("reductions (ts::sum / ts::max / ts::amax) are supported in GEMM "
+                           "epilogues only"),
+           failure();
+  auto limits = gemmTileLimits();
+  if (failed(limits))
+    return failure();
+  auto [rowLimit, colLimit] = *limits;
+  const int64_t axis = reduce.getAxis();
+  const ReduceKind kind = reduce.getKind();
+  Type f32 = b.getF32Type();
+  auto f32Const = [&](float v) {
+    return b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(v)).getResult();
+  };
+  Value identity = f32Const(kind == ReduceKind::max ? -std::numeric_limits<float>::infinity() : 0.0f);
+  auto combine = [&](Value x, Value y) -> Value {
+    if (kind == ReduceKind::sum)
+      return b.create<arith::AddFOp>(loc, x, y);
+    return b.create<arith::MaximumFOp>(loc, x, y);
+  };
+
+  // 1. This thread's elements, per kept row (axis 1) or column (axis 0).
+  std::map<int64_t, Value> partial;
+  for (const FragmentElement &f : frags) {
+    Value row = b.create<arith::AddIOp>(loc, rowBase, i32(f.row));
+    Value col = b.create<arith::AddIOp>(loc, colBase, i32(f.col));
+    accRegister = b.create<LLVM::ExtractValueOp>(loc, acc, f.reg);
+    auto e = element(reduce.getSrc(), {row, col});
+    if (failed(e))
+      return failure();
+    Value x = *e;
+    if (x.getType() != f32)
+      x = b.create<arith::ExtFOp>(loc, f32, x);
+    if (kind == ReduceKind::amax)
+      x = b.create<math::AbsFOp>(loc, x);
+    Value inside = axis == 1
+                       ? b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, col, colLimit)
+                       : b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, row, rowLimit);
+    x = b.create<arith::SelectOp>(loc, inside, x, identity);
+    int64_t key = axis == 1 ? f.row : f.col;
+    auto [it, inserted] = partial.try_emplace(key, x);
+    if (!inserted)
+      it->second = combine(it->second, x);
+  }
+
+  // 2. Across the lanes that share a row (column).
+  SmallVector<int64_t> xors = axis == 1 ? SmallVector<int64_t>{1, 2} : SmallVector<int64_t>{4, 8, 16};
+  for (auto &[key, v] : partial)
+    for (int64_t x : xors) {
+      Value other = b.create<NVVM::ShflOp>(loc, f32, i32(-1), v, i32(x), i32(0x1f),
+                                           NVVM::ShflKind::bfly, UnitAttr());
+      v = combine(v, other);
+    }
+
+  // 3. One lane per row (column) and warp combines into global memory.
+  Value leader = axis == 1
+                     ? b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                                               b.create<arith::RemUIOp>(loc, lane, i32(4)), i32(0))
+                     : b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, lane, i32(4));
+  auto offsets = offsetScalars(store.getOffsets());
+  if (failed(offsets))
+    return failure();
+  unsigned arg = cast<BlockArgument>(store.getRef()).getArgNumber();
+  RefParams &r = refs[arg];
+  auto ifLeader = b.create<scf::IfOp>(loc, TypeRange{}, leader, /*withElse=*/false);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(ifLeader.thenBlock());
+  for (auto &[key, v] : partial) {
+    Value at = b.create<arith::AddIOp>(loc, axis == 1 ? rowBase : colBase, i32(key));
+    auto [linear, inBounds] = address(arg, *offsets, {at});
+    auto ifIn = b.create<scf::IfOp>(loc, TypeRange{}, inBounds, /*withElse=*/false);
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPointToStart(ifIn.thenBlock());
+    Value p = b.create<LLVM::GEPOp>(loc, r.ptr.getType(), r.elementType, r.ptr, linear);
+    if (kind == ReduceKind::sum) {
+      b.create<LLVM::AtomicRMWOp>(loc, LLVM::AtomicBinOp::fadd, p, v,
+                                  LLVM::AtomicOrdering::monotonic);
+      continue;
+    }
+    Value bits = b.create<LLVM::BitcastOp>(loc, b.getI32Type(), v);
+    if (kind == ReduceKind::amax) {
+      b.create<LLVM::AtomicRMWOp>(loc, LLVM::AtomicBinOp::max, p, bits,
+                                  LLVM::AtomicOrdering::monotonic);
+      continue;
+    }
+    Value nonNegative = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, bits, i32(0));
+    auto ifSign = b.create<scf::IfOp>(loc, TypeRange{}, nonNegative, /*withElse=*/true);
+    OpBuilder::InsertionGuard g3(b);
+    b.setInsertionPointToStart(ifSign.thenBlock());
+    b.create<LLVM::AtomicRMWOp>(loc, LLVM::AtomicBinOp::max, p, bits,
+                                LLVM::AtomicOrdering::monotonic);
+    b.setInsertionPointToStart(ifSign.elseBlock());
+    b.create<LLVM::AtomicRMWOp>(loc, LLVM::AtomicBinOp::umin, p, bits,
+                                LLVM::AtomicOrdering::monotonic);
+  }
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
