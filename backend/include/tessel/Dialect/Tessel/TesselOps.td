@@ -204,7 +204,7 @@ def Tessel_ReduceOp : Tessel_Op<"reduce", [Pure]> {
     %colsum = tessel.reduce %y, sum, 0 : tensor<128x256xf32> -> tensor<256xf32>
     ```
   }];
-  let arguments = (ins AnyStaticShapeTensor:$src, Tessel_ReduceKindAttr:$kind, I32Attr:$axis);
+  let arguments = (ins AnyStaticShapeTensor:$src, Tessel_ReduceKind:$kind, I32Attr:$axis);
   let results = (outs AnyStaticShapeTensor:$result);
   let assemblyFormat = "$src `,` $kind `,` $axis attr-dict `:` type($src) `->` type($result)";
   let hasVerifier = 1;

@@ -41,11 +41,6 @@ def Tessel_ReduceKind : I32EnumAttr<"ReduceKind", "reduction operator of tessel.
     I32EnumAttrCase<"max", 1>,
     I32EnumAttrCase<"amax", 2>]> {
   let cppNamespace = "::mlir::tessel";
-  let genSpecializedAttr = 0;
-}
-
-def Tessel_ReduceKindAttr : EnumAttr<Tessel_Dialect, Tessel_ReduceKind, "reduce_kind"> {
-  let assemblyFormat = "$value";
 }
 
 def Tessel_ScheduleAttr : AttrDef<Tessel_Dialect, "Schedule"> {
