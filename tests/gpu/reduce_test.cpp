@@ -16,6 +16,8 @@
 //     must not change. max and amax are deterministic: a second launch into re-initialised
 //     vectors gives the same bits; a third without re-initialising leaves max / amax as they
 //     were and doubles the exact sums (the outputs accumulate).
+//   * NaN propagates: a NaN in one row of A makes that row's amax and sum and every column's max
+//     NaN, and leaves the other rows exact;
 //   * Z = A @ B^T + bias and Y = gelu(Z) from one kernel: Z bit-exact (integer data), Y within
 //     docs/math.md's gelu tolerance of the double reference (2e-3 abs + 1 bf16 ulp rel).
 #include <gtest/gtest.h>
@@ -246,6 +248,49 @@ TEST_P(ReduceGemm, RowAmaxRowSumColumnMaxRandom) {
   TESSEL_REQUIRE_GPU();
   run_reduce(GetParam(), {200, 304, 192}, /*exact=*/false);
   run_reduce(GetParam(), {333, 97, 128}, /*exact=*/false);
+}
+
+// A NaN in row r of A makes row r of Y NaN: rowamax[r], rowsum[r] and every colmax[j] are NaN;
+// the other rows are unaffected.
+TEST_P(ReduceGemm, NaNPropagates) {
+  TESSEL_REQUIRE_GPU();
+  const config& cfg = GetParam();
+  auto& ck = tessel_gpu_test::cached("reduce_gemm_bias:" + label(cfg), [&] {
+    return ts::jit(tessel_test::gemm_bias_reduce<128, 128>{}, options_for(cfg));
+  });
+  ASSERT_TRUE(ck.kernel) << ck.error;
+  const ts::kernel& k = *ck.kernel;
+  const std::int64_t M = 200, N = 304, K = 192, ld = N, nanRow = 131;
+  std::vector<std::uint16_t> a(M * K, tb::float_to_bf16(1.0f)), b(N * K, tb::float_to_bf16(-1.0f)),
+      bias(N, tb::float_to_bf16(0.0f));
+  a[nanRow * K + 5] = 0x7FC0;  // bf16 NaN
+  tb::device_buffer da(M * K * 2), db(N * K * 2), dbias(N * 2), dc(M * ld * 2);
+  ASSERT_EQ(cudaMemcpy(da.get(), a.data(), M * K * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(db.get(), b.data(), N * K * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dbias.get(), bias.data(), N * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  guarded damax(M * 4), dsum(M * 4), dcmax(N * 4);
+  fill_f32(damax, 0.0f, M);
+  fill_f32(dsum, 0.0f, M);
+  fill_f32(dcmax, -std::numeric_limits<float>::infinity(), N);
+  const ts::grid g{unsigned((M + 127) / 128), unsigned((N + 127) / 128)};
+  k.launch(nullptr, g, ts::view<ts::bf16>(da.get(), {M, K}), ts::view<ts::bf16>(db.get(), {N, K}),
+           ts::view<ts::bf16>(dbias.get(), {N}), ts::view<ts::bf16>(dc.get(), {M, N}),
+           ts::view<ts::f32>(damax.data(), {M}), ts::view<ts::f32>(dsum.data(), {M}),
+           ts::view<ts::f32>(dcmax.data(), {N}));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  auto amax = floats_of(damax.read(), M), sum = floats_of(dsum.read(), M), cmax = floats_of(dcmax.read(), N);
+  // Every other element of Y is -K: amax K, sum -K N, colmax -K.
+  for (std::int64_t i = 0; i < M; ++i) {
+    if (i == nanRow) {
+      EXPECT_TRUE(std::isnan(amax[i])) << label(cfg) << ": rowamax[" << i << "] = " << amax[i];
+      EXPECT_TRUE(std::isnan(sum[i])) << label(cfg) << ": rowsum[" << i << "] = " << sum[i];
+    } else {
+      EXPECT_EQ(amax[i], float(K)) << label(cfg) << ": rowamax[" << i << "]";
+      EXPECT_EQ(sum[i], -float(K * N)) << label(cfg) << ": rowsum[" << i << "]";
+    }
+  }
+  for (std::int64_t j = 0; j < N; ++j)
+    EXPECT_TRUE(std::isnan(cmax[j])) << label(cfg) << ": colmax[" << j << "] = " << cmax[j];
 }
 
 TEST_P(ReduceGemm, PreActivationAndActivation) {
