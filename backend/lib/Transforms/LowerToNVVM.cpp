@@ -824,14 +824,8 @@ LogicalResult KernelBuilder::emitRegisterStore(StoreOp store, Value accFinal, Va
       b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, warp, i32(16)),
                               b.create<arith::DivUIOp>(loc, lane, i32(4))));
   Value colBase = b.create<arith::MulIOp>(loc, b.create<arith::RemUIOp>(loc, lane, i32(4)), i32(2));
-  if (storePath(store) == "reduce_atomic") {
-    // wgmma m64nN: register r of a thread is at row 8 * ((r % 4) / 2),
-    // column 8 * (r / 4) + r % 2 from its base.
-    SmallVector<FragmentElement> frags;
-    for (int64_t r = 0; r < BN / 2; ++r)
-      frags.push_back({r, 8 * ((r % 4) / 2), 8 * (r / 4) + r % 2});
-    return emitReduceStore(store, accFinal, frags, rowBase, colBase, lane);
-  }
+  if (storePath(store) == "reduce_atomic")
+    return emitReduceStore(store, {accFinal}, wgmmaFragments(1), rowBase, colBase, lane);
   {
     auto ty = cast<RankedTensorType>(store.getValue().getType());
     if (ty.getRank() != 2 || ty.getDimSize(0) != BM || ty.getDimSize(1) != BN)
@@ -918,7 +912,18 @@ FailureOr<std::pair<Value, Value>> KernelBuilder::gemmTileLimits() {
   return std::pair(*rows, *cols);
 }
 
-LogicalResult KernelBuilder::emitReduceStore(StoreOp store, Value acc,
+SmallVector<KernelBuilder::FragmentElement>
+KernelBuilder::wgmmaFragments(int64_t rowBlocks) const {
+  // wgmma m64nN: register r of a thread is at row 8 * ((r % 4) / 2),
+  // column 8 * (r / 4) + r % 2 from its base in the 64-row block.
+  SmallVector<FragmentElement> frags;
+  for (int64_t i = 0; i < rowBlocks; ++i)
+    for (int64_t r = 0; r < BN / 2; ++r)
+      frags.push_back({i, r, 64 * i + 8 * ((r % 4) / 2), 8 * (r / 4) + r % 2});
+  return frags;
+}
+
+LogicalResult KernelBuilder::emitReduceStore(StoreOp store, ArrayRef<Value> accs,
                                              ArrayRef<FragmentElement> frags, Value rowBase,
                                              Value colBase, Value lane) {
   auto reduce = store.getValue().getDefiningOp<ReduceOp>();
@@ -943,79 +948,95 @@ LogicalResult KernelBuilder::emitReduceStore(StoreOp store, Value acc,
     return b.create<arith::MaximumFOp>(loc, x, y);
   };
 
-  // 1. This thread's elements, per kept row (axis 1) or column (axis 0).
-  std::map<int64_t, Value> partial;
-  for (const FragmentElement &f : frags) {
-    Value row = b.create<arith::AddIOp>(loc, rowBase, i32(f.row));
-    Value col = b.create<arith::AddIOp>(loc, colBase, i32(f.col));
-    accRegister = b.create<LLVM::ExtractValueOp>(loc, acc, f.reg);
-    auto e = element(reduce.getSrc(), {row, col});
-    if (failed(e))
-      return failure();
-    Value x = *e;
-    if (x.getType() != f32)
-      x = b.create<arith::ExtFOp>(loc, f32, x);
-    if (kind == ReduceKind::amax)
-      x = b.create<math::AbsFOp>(loc, x);
-    Value inside = axis == 1
-                       ? b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, col, colLimit)
-                       : b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, row, rowLimit);
-    x = b.create<arith::SelectOp>(loc, inside, x, identity);
-    int64_t key = axis == 1 ? f.row : f.col;
-    auto [it, inserted] = partial.try_emplace(key, x);
-    if (!inserted)
-      it->second = combine(it->second, x);
-  }
-
-  // 2. Across the lanes that share a row (column).
-  SmallVector<int64_t> xors = axis == 1 ? SmallVector<int64_t>{1, 2} : SmallVector<int64_t>{4, 8, 16};
-  for (auto &[key, v] : partial)
-    for (int64_t x : xors) {
-      Value other = b.create<NVVM::ShflOp>(loc, f32, i32(-1), v, i32(x), i32(0x1f),
-                                           NVVM::ShflKind::bfly, UnitAttr());
-      v = combine(v, other);
-    }
-
-  // 3. One lane per row (column) and warp combines into global memory.
-  Value leader = axis == 1
-                     ? b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
-                                               b.create<arith::RemUIOp>(loc, lane, i32(4)), i32(0))
-                     : b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, lane, i32(4));
   auto offsets = offsetScalars(store.getOffsets());
   if (failed(offsets))
     return failure();
   unsigned arg = cast<BlockArgument>(store.getRef()).getArgNumber();
   RefParams &r = refs[arg];
-  auto ifLeader = b.create<scf::IfOp>(loc, TypeRange{}, leader, /*withElse=*/false);
-  OpBuilder::InsertionGuard g(b);
-  b.setInsertionPointToStart(ifLeader.thenBlock());
-  for (auto &[key, v] : partial) {
-    Value at = b.create<arith::AddIOp>(loc, axis == 1 ? rowBase : colBase, i32(key));
-    auto [linear, inBounds] = address(arg, *offsets, {at});
-    auto ifIn = b.create<scf::IfOp>(loc, TypeRange{}, inBounds, /*withElse=*/false);
-    OpBuilder::InsertionGuard g2(b);
-    b.setInsertionPointToStart(ifIn.thenBlock());
-    Value p = b.create<LLVM::GEPOp>(loc, r.ptr.getType(), r.elementType, r.ptr, linear);
-    if (kind == ReduceKind::sum) {
-      b.create<LLVM::AtomicRMWOp>(loc, LLVM::AtomicBinOp::fadd, p, v,
-                                  LLVM::AtomicOrdering::monotonic);
-      continue;
+  Value leader = axis == 1
+                     ? b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                                               b.create<arith::RemUIOp>(loc, lane, i32(4)), i32(0))
+                     : b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, lane, i32(4));
+  SmallVector<int64_t> xors = axis == 1 ? SmallVector<int64_t>{1, 2} : SmallVector<int64_t>{4, 8, 16};
+
+  // The rows (columns) this thread holds, in batches: a column reduction of
+  // a wide tile would otherwise keep BN / 4 partials live at once. Within a
+  // batch, all accumulators' elements of a row (column) are combined before
+  // the shuffles, so that one atomic per warp covers every row block.
+  constexpr size_t kBatch = 8;
+  SmallVector<int64_t> keys;
+  for (const FragmentElement &f : frags)
+    keys.push_back(axis == 1 ? f.row : f.col);
+  llvm::sort(keys);
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  for (size_t first = 0; first < keys.size(); first += kBatch) {
+    ArrayRef<int64_t> batch = ArrayRef(keys).slice(first, std::min(kBatch, keys.size() - first));
+    // 1. This thread's elements of the batch's rows (columns).
+    std::map<int64_t, Value> partial;
+    for (const FragmentElement &f : frags) {
+      int64_t key = axis == 1 ? f.row : f.col;
+      if (!llvm::is_contained(batch, key))
+        continue;
+      Value row = b.create<arith::AddIOp>(loc, rowBase, i32(f.row));
+      Value col = b.create<arith::AddIOp>(loc, colBase, i32(f.col));
+      accRegister = b.create<LLVM::ExtractValueOp>(loc, accs[f.acc], f.reg);
+      auto e = element(reduce.getSrc(), {row, col});
+      if (failed(e))
+        return failure();
+      Value x = *e;
+      if (x.getType() != f32)
+        x = b.create<arith::ExtFOp>(loc, f32, x);
+      if (kind == ReduceKind::amax)
+        x = b.create<math::AbsFOp>(loc, x);
+      Value inside = axis == 1
+                         ? b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, col, colLimit)
+                         : b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, row, rowLimit);
+      x = b.create<arith::SelectOp>(loc, inside, x, identity);
+      auto [it, inserted] = partial.try_emplace(key, x);
+      if (!inserted)
+        it->second = combine(it->second, x);
     }
-    Value bits = b.create<LLVM::BitcastOp>(loc, b.getI32Type(), v);
-    if (kind == ReduceKind::amax) {
+
+    // 2. Across the lanes that share a row (column).
+    for (auto &[key, v] : partial)
+      for (int64_t x : xors) {
+        Value other = b.create<NVVM::ShflOp>(loc, f32, i32(-1), v, i32(x), i32(0x1f),
+                                             NVVM::ShflKind::bfly, UnitAttr());
+        v = combine(v, other);
+      }
+
+    // 3. One lane per row (column) and warp combines into global memory.
+    auto ifLeader = b.create<scf::IfOp>(loc, TypeRange{}, leader, /*withElse=*/false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(ifLeader.thenBlock());
+    for (auto &[key, v] : partial) {
+      Value at = b.create<arith::AddIOp>(loc, axis == 1 ? rowBase : colBase, i32(key));
+      auto [linear, inBounds] = address(arg, *offsets, {at});
+      auto ifIn = b.create<scf::IfOp>(loc, TypeRange{}, inBounds, /*withElse=*/false);
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(ifIn.thenBlock());
+      Value p = b.create<LLVM::GEPOp>(loc, r.ptr.getType(), r.elementType, r.ptr, linear);
+      if (kind == ReduceKind::sum) {
+        b.create<LLVM::AtomicRMWOp>(loc, LLVM::AtomicBinOp::fadd, p, v,
+                                    LLVM::AtomicOrdering::monotonic);
+        continue;
+      }
+      Value bits = b.create<LLVM::BitcastOp>(loc, b.getI32Type(), v);
+      if (kind == ReduceKind::amax) {
+        b.create<LLVM::AtomicRMWOp>(loc, LLVM::AtomicBinOp::max, p, bits,
+                                    LLVM::AtomicOrdering::monotonic);
+        continue;
+      }
+      Value nonNegative = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, bits, i32(0));
+      auto ifSign = b.create<scf::IfOp>(loc, TypeRange{}, nonNegative, /*withElse=*/true);
+      OpBuilder::InsertionGuard g3(b);
+      b.setInsertionPointToStart(ifSign.thenBlock());
       b.create<LLVM::AtomicRMWOp>(loc, LLVM::AtomicBinOp::max, p, bits,
                                   LLVM::AtomicOrdering::monotonic);
-      continue;
+      b.setInsertionPointToStart(ifSign.elseBlock());
+      b.create<LLVM::AtomicRMWOp>(loc, LLVM::AtomicBinOp::umin, p, bits,
+                                  LLVM::AtomicOrdering::monotonic);
     }
-    Value nonNegative = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, bits, i32(0));
-    auto ifSign = b.create<scf::IfOp>(loc, TypeRange{}, nonNegative, /*withElse=*/true);
-    OpBuilder::InsertionGuard g3(b);
-    b.setInsertionPointToStart(ifSign.thenBlock());
-    b.create<LLVM::AtomicRMWOp>(loc, LLVM::AtomicBinOp::max, p, bits,
-                                LLVM::AtomicOrdering::monotonic);
-    b.setInsertionPointToStart(ifSign.elseBlock());
-    b.create<LLVM::AtomicRMWOp>(loc, LLVM::AtomicBinOp::umin, p, bits,
-                                LLVM::AtomicOrdering::monotonic);
   }
   return success();
 }
@@ -1222,6 +1243,19 @@ LogicalResult KernelBuilder::emitConsumerEpilogue(ArrayRef<Value> accs, Value fi
   Value sequence = b.create<arith::MulIOp>(loc, tileIter, i32(perTile));
   int64_t q = 0;
   return emitStores([&](StoreOp store) -> LogicalResult {
+    if (storePath(store) == "reduce_atomic") {
+      // All of this warpgroup's row blocks at once: one atomic per warp and
+      // row (column) of the tile.
+      Value warp = b.create<arith::DivUIOp>(loc, inWg, i32(32));
+      Value lane = b.create<arith::RemUIOp>(loc, inWg, i32(32));
+      Value rowBase = b.create<arith::AddIOp>(
+          loc, b.create<arith::MulIOp>(loc, firstRowBlock, i32(64)),
+          b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, warp, i32(16)),
+                                  b.create<arith::DivUIOp>(loc, lane, i32(4))));
+      Value colBase =
+          b.create<arith::MulIOp>(loc, b.create<arith::RemUIOp>(loc, lane, i32(4)), i32(2));
+      return emitReduceStore(store, accs, wgmmaFragments(accs.size()), rowBase, colBase, lane);
+    }
     auto it = llvm::find_if(tma, [&](const TmaParam &t) { return t.store == store; });
     for (auto [i, acc] : llvm::enumerate(accs)) {
       Value rowBlock = b.create<arith::AddIOp>(loc, firstRowBlock, i32(i));

@@ -584,8 +584,8 @@ LogicalResult KernelBuilder::msEpilogue(const MultistagePlan &p, Value acc) {
       for (int64_t mi = 0; mi < p.mTiles(); ++mi)
         for (int64_t ni = 0; ni < p.nTiles(); ++ni)
           for (int64_t i = 0; i < 4; ++i)
-            frags.push_back({p.accIndex(mi, ni, i), 16 * mi + 8 * (i / 2), 8 * ni + i % 2});
-      return emitReduceStore(store, acc, frags, rowBase, colBase, p.lane);
+            frags.push_back({0, p.accIndex(mi, ni, i), 16 * mi + 8 * (i / 2), 8 * ni + i % 2});
+      return emitReduceStore(store, {acc}, frags, rowBase, colBase, p.lane);
     }
     auto ty = cast<RankedTensorType>(store.getValue().getType());
     if (ty.getRank() != 2 || ty.getDimSize(0) != BM || ty.getDimSize(1) != BN)
