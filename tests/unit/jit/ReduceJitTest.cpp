@@ -44,6 +44,17 @@ TEST_F(ReduceJit, RowAndColumnReductionsInEverySchedule) {
   }
 }
 
+TEST_F(ReduceJit, DataParallelAndStreamK) {
+  for (ts::schedule s : {ts::schedule::cooperative, ts::schedule::pingpong})
+    for (ts::decomposition d : {ts::decomposition::data_parallel, ts::decomposition::stream_k}) {
+      SCOPED_TRACE(ts::to_string(s) + std::string(d == ts::decomposition::stream_k ? " stream-K" : " data-parallel"));
+      ts::kernel k = ts::jit(tessel_test::gemm_bias_reduce<128, 128>{}, {.schedule = s, .decomposition = d});
+      EXPECT_THAT(k.stage("lower-epilogue"),
+                  HasSubstr(d == ts::decomposition::stream_k ? "fixup \"stream_k\"" : "fixup \"none\""));
+      EXPECT_THAT(k.stage("ptx"), HasSubstr(".min.u32"));
+    }
+}
+
 TEST_F(ReduceJit, RowAmaxTileShapes) {
   for (ts::schedule s : kSchedules) {
     SCOPED_TRACE(ts::to_string(s));
