@@ -26,7 +26,7 @@ namespace {
 constexpr const char* kUsage = R"(usage: tessel-gemm [options]
   --schedule NAME     tma | multistage | warp_specialized | cooperative | pingpong | auto   (default tma)
   --m M --n N --k K   problem size, C (MxN) = A (MxK) @ B (NxK)^T                        (default 8192 each)
-  --tile BMxBN        128x256 or 128x128                                                   (default 128x256)
+  --tile BMxBN        128x256 or 128x128                          (default 128x256; pingpong: 128x128)
   --stages S          shared-memory pipeline depth, 0 = tessel's choice                    (default 4)
   --cluster MxN       CTA cluster 1x1, 2x1 (B multicast) or 1x2 (A multicast); cooperative
                       and pingpong                                                          (default 1x1)
@@ -69,7 +69,9 @@ int main(int argc, char** argv) {
     const ts::schedule schedule = tb::parse_schedule(args.str("schedule", "tma"));
     const std::int64_t M = args.i64("m", 8192), N = args.i64("n", 8192), K = args.i64("k", 8192);
     if (M <= 0 || N <= 0 || K <= 0) throw tb::usage_error("--m/--n/--k must be positive");
-    const tb::tile_shape tile = tb::parse_tile(args.str("tile", "128x256"));
+    // pingpong keeps a whole tile per consumer warpgroup: its default tile is 128x128.
+    const tb::tile_shape tile =
+        tb::parse_tile(args.str("tile", schedule == ts::schedule::pingpong ? "128x128" : "128x256"));
     const bool no_run = args.flag("no-run");
     const bool check = !args.flag("no-check");
     std::string dump_dir = args.str("dump-dir", no_run ? "tessel-gemm-dump" : "");

@@ -1,5 +1,6 @@
-// 03_gemm_bias_relu - GEMM with a fused epilogue, C = relu(A @ B^T + bias), checked against
-// cuBLASLt (f32 reference + bias + relu) and timed against cuBLASLt's fused RELU_BIAS epilogue.
+// 03_gemm_bias_relu - GEMM with a fused epilogue, C = relu(A @ B^T + bias) (or gelu: --activation
+// gelu), checked against cuBLASLt (f32 reference + bias + activation) and timed against cuBLASLt's
+// fused RELU_BIAS (GELU_BIAS) epilogue.
 //
 //   tessel-gemm-bias-relu [--schedule tma] [--m 4096 --n 4096 --k 4096] [--tile 128x256] [--stages 4]
 //                         [--dump-dir DIR] [--no-run] [--iters 20] [--repeats 10] [--check|--no-check]
@@ -23,16 +24,21 @@ namespace {
 constexpr const char* kUsage = R"(usage: tessel-gemm-bias-relu [options]
   --schedule NAME     tma | multistage | warp_specialized | cooperative | pingpong | auto   (default tma)
   --m M --n N --k K   problem size, C (MxN) = relu(A (MxK) @ B (NxK)^T + bias (N))          (default 4096 each)
+  --activation A      relu or gelu (tanh form; cuBLASLt GELU_BIAS)                         (default relu)
   --tile BMxBN        128x256 or 128x128                                                   (default 128x256)
   --stages S          shared-memory pipeline depth, 0 = tessel's choice                    (default 4)
   --dump-dir DIR      write every compilation stage to DIR
   --no-run            trace + compile only (no GPU needed); DIR defaults to ./tessel-gemm-bias-relu-dump
+  --decomposition D   auto, dp (whole tiles) or sk (stream-K)                              (default auto)
+  --cublas-algos N    time cuBLASLt's N best heuristic algorithms, keep the fastest          (default 1)
   --iters N / --repeats R / --warmup-ms T / --check / --no-check / --seed S   as in tessel-gemm
 )";
 
-ts::kernel compile(const tb::tile_shape& tile, const ts::options& o) {
-  if (tile == tb::tile_shape{128, 256, 64}) return ts::jit(examples::gemm_bias_relu<128, 256>{}, o);
-  if (tile == tb::tile_shape{128, 128, 64}) return ts::jit(examples::gemm_bias_relu<128, 128>{}, o);
+ts::kernel compile(const tb::tile_shape& tile, bool gelu, const ts::options& o) {
+  if (tile == tb::tile_shape{128, 256, 64})
+    return gelu ? ts::jit(examples::gemm_bias_gelu<128, 256>{}, o) : ts::jit(examples::gemm_bias_relu<128, 256>{}, o);
+  if (tile == tb::tile_shape{128, 128, 64})
+    return gelu ? ts::jit(examples::gemm_bias_gelu<128, 128>{}, o) : ts::jit(examples::gemm_bias_relu<128, 128>{}, o);
   throw tb::usage_error("--tile: this example instantiates 128x256 and 128x128");
 }
 
@@ -41,7 +47,7 @@ ts::kernel compile(const tb::tile_shape& tile, const ts::options& o) {
 int main(int argc, char** argv) {
   try {
     tb::cli args(argc, argv,
-                 {"schedule", "m", "n", "k", "tile", "stages", "dump-dir", "iters", "repeats", "warmup-ms", "seed"},
+                 {"schedule", "m", "n", "k", "tile", "stages", "dump-dir", "iters", "repeats", "warmup-ms", "seed", "activation", "decomposition", "cublas-algos"},
                  {"no-run", "check", "no-check", "help"});
     if (args.flag("help")) {
       std::cout << kUsage;
@@ -50,16 +56,22 @@ int main(int argc, char** argv) {
     const ts::schedule schedule = tb::parse_schedule(args.str("schedule", "tma"));
     const std::int64_t M = args.i64("m", 4096), N = args.i64("n", 4096), K = args.i64("k", 4096);
     if (M <= 0 || N <= 0 || K <= 0) throw tb::usage_error("--m/--n/--k must be positive");
-    const tb::tile_shape tile = tb::parse_tile(args.str("tile", "128x256"));
+    const std::string activation = args.str("activation", "relu");
+    if (activation != "relu" && activation != "gelu") throw tb::usage_error("--activation: relu or gelu");
+    const bool gelu = activation == "gelu";
+    const tb::tile_shape tile =
+        tb::parse_tile(args.str("tile", schedule == ts::schedule::pingpong ? "128x128" : "128x256"));
     const bool no_run = args.flag("no-run");
     std::string dump_dir = args.str("dump-dir", no_run ? "tessel-gemm-bias-relu-dump" : "");
     ts::options opts{.schedule = schedule, .stages = int(args.i64("stages", 4)), .dump_dir = dump_dir};
+    opts.decomposition = tb::parse_decomposition(args.str("decomposition", "auto"));
 
-    std::printf("tessel-gemm-bias-relu: C[%lldx%lld] = relu(A[%lldx%lld] @ B[%lldx%lld]^T + bias[%lld])\n",
-                (long long)M, (long long)N, (long long)M, (long long)K, (long long)N, (long long)K, (long long)N);
+    std::printf("tessel-gemm-bias-relu: C[%lldx%lld] = %s(A[%lldx%lld] @ B[%lldx%lld]^T + bias[%lld])\n",
+                (long long)M, (long long)N, activation.c_str(), (long long)M, (long long)K, (long long)N, (long long)K, (long long)N);
     auto t0 = std::chrono::steady_clock::now();
-    ts::kernel k = compile(tile, opts);
-    std::printf("  kernel: gemm_bias_relu<%d,%d,%d> schedule=%s stages=%d   traced + compiled in %.2f s\n", tile.bm,
+    ts::kernel k = compile(tile, gelu, opts);
+    std::printf("  kernel: gemm_bias_%s<%d,%d,%d> schedule=%s stages=%d   traced + compiled in %.2f s\n",
+                activation.c_str(), tile.bm,
                 tile.bn, tile.bk, tb::schedule_name(schedule), opts.stages,
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     if (!dump_dir.empty()) tb::report_dump_dir(k, dump_dir, std::cout);
@@ -77,11 +89,13 @@ int main(int argc, char** argv) {
     cudaStream_t stream = nullptr;
     TB_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     tb::gemm_problem p(M, N, K, /*with_bias=*/true, dev, std::uint64_t(args.i64("seed", 1)), 3, 24ull << 30, stream);
+    p.bias_epilogue = gelu ? tb::epilogue::bias_gelu : tb::epilogue::bias_relu;
     std::printf("  data:   uniform [-1,1) bf16 (no zeros), %d rotated sets, C poisoned with NaN\n", p.sets());
 
     tb::lt_context lt;
-    tb::lt_gemm cublas(lt, M, N, K, tb::out_type::bf16, tb::epilogue::bias_relu, p.bias(0));
-    std::printf("  cuBLASLt (RELU_BIAS epilogue): %s\n", cublas.algo_description().c_str());
+    tb::lt_gemm cublas(lt, M, N, K, tb::out_type::bf16, p.bias_epilogue, p.bias(0), int(args.i64("cublas-algos", 1)));
+    tb::select_fastest_algo(cublas, p, stream, &nvml);
+    std::printf("  cuBLASLt (%s epilogue): %s\n", gelu ? "GELU_BIAS" : "RELU_BIAS", cublas.algo_description().c_str());
 
     const ts::grid grid{unsigned(ts::cdiv(M, std::int64_t(tile.bm))), unsigned(ts::cdiv(N, std::int64_t(tile.bn)))};
     // cuBLASLt's bias pointer is fixed at set 0; use the same bias for tessel (it lives in L2 either way).

@@ -260,6 +260,19 @@ __global__ void bias_relu_kernel(float* ref, const __nv_bfloat16* bias, std::int
     ref[i] = fmaxf(ref[i] + __bfloat162float(bias[i % std::size_t(N)]), 0.f);
 }
 
+__global__ void bias_gelu_kernel(float* ref, const __nv_bfloat16* bias, std::int64_t M, std::int64_t N) {
+  std::size_t n_all = std::size_t(M) * std::size_t(N);
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n_all; i += std::size_t(gridDim.x) * blockDim.x) {
+    const float x = ref[i] + __bfloat162float(bias[i % std::size_t(N)]);
+    ref[i] = 0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+  }
+}
+
+__global__ void alpha_beta_kernel(float* ref, const __nv_bfloat16* c0, float alpha, float beta, std::size_t n) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+    ref[i] = alpha * ref[i] + beta * __bfloat162float(c0[i]);
+}
+
 __global__ void spin_kernel(unsigned long long ns) {
   unsigned long long t0, t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
@@ -342,6 +355,21 @@ void bias_relu_f32_inplace(float* ref, const void* bias_bf16, std::int64_t M, st
   TB_CUDA_LAUNCHED("bias_relu_f32_inplace");
 }
 
+void bias_gelu_f32_inplace(float* ref, const void* bias_bf16, std::int64_t M, std::int64_t N, cudaStream_t stream) {
+  std::size_t n = std::size_t(M) * std::size_t(N);
+  if (!n) return;
+  bias_gelu_kernel<<<blocks_for(n), kThreads, 0, stream>>>(ref, static_cast<const __nv_bfloat16*>(bias_bf16), M, N);
+  TB_CUDA_LAUNCHED("bias_gelu_f32_inplace");
+}
+
+void alpha_beta_f32_inplace(float* ref, const void* c0_bf16, float alpha, float beta, std::size_t n,
+                            cudaStream_t stream) {
+  if (!n) return;
+  alpha_beta_kernel<<<blocks_for(n), kThreads, 0, stream>>>(ref, static_cast<const __nv_bfloat16*>(c0_bf16), alpha,
+                                                            beta, n);
+  TB_CUDA_LAUNCHED("alpha_beta_f32_inplace");
+}
+
 std::vector<std::uint16_t> to_host_bf16(const void* p, std::size_t n) {
   std::vector<std::uint16_t> h(n);
   TB_CUDA(cudaDeviceSynchronize());
@@ -389,7 +417,7 @@ gemm_layout gemm_layout::parse(const std::string& s) {
 void lt_gemm::init(std::int64_t M, std::int64_t N, std::int64_t K, out_type out, epilogue ep, const void* bias,
                    int max_algos, gemm_layout layout) {
   if (M <= 0 || N <= 0 || K <= 0) throw std::invalid_argument("lt_gemm: empty problem");
-  if (ep == epilogue::bias_relu && !bias) throw std::invalid_argument("lt_gemm: bias_relu needs a bias pointer");
+  if (ep != epilogue::none && !bias) throw std::invalid_argument("lt_gemm: a bias epilogue needs a bias pointer");
   cublasLtMatmulDesc_t op = nullptr;
   TB_LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   op_ = op;
@@ -399,8 +427,8 @@ void lt_gemm::init(std::int64_t M, std::int64_t N, std::int64_t K, out_type out,
   cublasOperation_t tb = layout.a_k_contiguous ? CUBLAS_OP_N : CUBLAS_OP_T;
   TB_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
   TB_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-  if (ep == epilogue::bias_relu) {
-    cublasLtEpilogue_t e = CUBLASLT_EPILOGUE_RELU_BIAS;
+  if (ep != epilogue::none) {
+    cublasLtEpilogue_t e = ep == epilogue::bias_relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_GELU_BIAS;
     TB_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e));
     TB_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
     cudaDataType_t bt = CUDA_R_16BF;
@@ -461,13 +489,14 @@ void lt_gemm::select_algo(int i) {
 }
 
 void lt_gemm::run(const void* A, const void* B, void* C, cudaStream_t stream) const {
-  const float alpha = 1.f, beta = 0.f;
+  const float alpha = alpha_, beta = beta_;
+  const void* c_in = c_in_ ? c_in_ : C;
   cublasLtMatmulAlgo_t algo;
   std::memcpy(&algo, algos_[selected_].data(), sizeof algo);
   TB_LT(cublasLtMatmul(static_cast<cublasLtHandle_t>(ctx_.handle()), static_cast<cublasLtMatmulDesc_t>(op_), &alpha,
                        B, static_cast<cublasLtMatrixLayout_t>(a_),   // cuBLASLt A = our B (op T)
                        A, static_cast<cublasLtMatrixLayout_t>(b_),   // cuBLASLt B = our A (op N)
-                       &beta, C, static_cast<cublasLtMatrixLayout_t>(d_), C, static_cast<cublasLtMatrixLayout_t>(d_),
+                       &beta, c_in, static_cast<cublasLtMatrixLayout_t>(d_), C, static_cast<cublasLtMatrixLayout_t>(d_),
                        &algo, ctx_.workspace(), ctx_.workspace_bytes(), stream));
 }
 
@@ -699,11 +728,24 @@ const float* gemm_problem::reference(lt_context& lt, cudaStream_t stream) {
     poison_nan(r.get(), r.bytes(), stream);
     lt_gemm g(lt, M, N, K, out_type::f32, epilogue::none, nullptr, 1, layout);
     g.run(A(0), B(0), r.get(), stream);
-    if (with_bias()) bias_relu_f32_inplace(r.as<float>(), bias(0), M, N, stream);
+    if (c0()) alpha_beta_f32_inplace(r.as<float>(), c0(), alpha, beta, std::size_t(M) * std::size_t(N), stream);
+    if (with_bias() && bias_epilogue == epilogue::bias_gelu)
+      bias_gelu_f32_inplace(r.as<float>(), bias(0), M, N, stream);
+    else if (with_bias())
+      bias_relu_f32_inplace(r.as<float>(), bias(0), M, N, stream);
     TB_CUDA(cudaStreamSynchronize(stream));
     ref_ = std::move(r);
   }
   return ref_.as<float>();
+}
+
+void gemm_problem::add_c0(float alpha_, float beta_, std::uint64_t seed, cudaStream_t stream) {
+  c0_.clear();
+  c0_.emplace_back(std::size_t(M) * std::size_t(N) * 2);
+  fill_uniform_bf16(c0_.back().get(), std::size_t(M) * std::size_t(N), seed * 1000003ull + 977, -1.f, 1.f, stream);
+  alpha = alpha_;
+  beta = beta_;
+  ref_ = device_buffer();  // a reference computed before no longer applies
 }
 
 void gemm_problem::poison(int i, cudaStream_t stream) const { poison_nan(C(i), std::size_t(M) * std::size_t(N) * 2, stream); }

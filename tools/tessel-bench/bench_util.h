@@ -128,6 +128,13 @@ compare_stats compare_bf16_f32(const void* test_bf16, const float* ref, std::siz
 /// Number of 16-bit words that differ between a and b (bitwise reproducibility check).
 std::uint64_t count_mismatched_u16(const void* a, const void* b, std::size_t n_u16,
                                    cudaStream_t stream = nullptr);
+/// ref[i] = alpha * ref[i] + beta * float(c0[i]) for n elements (c0 bf16).
+void alpha_beta_f32_inplace(float* ref, const void* c0_bf16, float alpha, float beta, std::size_t n,
+                            cudaStream_t stream = nullptr);
+/// ref[m*N + n] = gelu(ref[m*N + n] + float(bias[n])), tanh form:
+/// x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), for an M x N f32 matrix and bf16 bias.
+void bias_gelu_f32_inplace(float* ref, const void* bias_bf16, std::int64_t M, std::int64_t N,
+                           cudaStream_t stream = nullptr);
 /// ref[m*N + n] = max(ref[m*N + n] + float(bias[n]), 0) for an M x N f32 matrix and bf16 bias.
 void bias_relu_f32_inplace(float* ref, const void* bias_bf16, std::int64_t M, std::int64_t N,
                            cudaStream_t stream = nullptr);
@@ -198,7 +205,9 @@ private:
 // ---- cuBLASLt reference --------------------------------------------------------------------------
 
 enum class out_type { bf16, f32 };
-enum class epilogue { none, bias_relu };
+/// The fused epilogues compared with cuBLASLt's: none, relu(. + bias[n]) (CUBLASLT_EPILOGUE_RELU_BIAS)
+/// and gelu(. + bias[n]), tanh form (CUBLASLT_EPILOGUE_GELU_BIAS).
+enum class epilogue { none, bias_relu, bias_gelu };
 
 /// Operand layouts of C (M x N, row-major) = A (M x K) B (N x K)^T, named as BLAS names them
 /// (column-major, first letter A, second B): "TN" is A and B both K-contiguous (row-major M x K
@@ -259,6 +268,13 @@ public:
   lt_gemm& operator=(const lt_gemm&) = delete;
 
   void run(const void* A, const void* B, void* C, cudaStream_t stream = nullptr) const;
+  /// D = alpha * A B^T + beta * C_in from now on (C_in: M x N like D, bf16; cuBLASLt's C matrix,
+  /// a separate input); by default alpha = 1, beta = 0 and C is D.
+  void set_alpha_beta(float alpha, float beta, const void* c_in) {
+    alpha_ = alpha;
+    beta_ = beta;
+    c_in_ = c_in;
+  }
   int num_algos() const { return static_cast<int>(algos_.size()); }
   void select_algo(int i);
   int selected_algo() const { return selected_; }
@@ -271,6 +287,8 @@ private:
   lt_context& ctx_;
   void* op_ = nullptr;                  // cublasLtMatmulDesc_t
   void* a_ = nullptr, *b_ = nullptr, *d_ = nullptr;  // cublasLtMatrixLayout_t
+  float alpha_ = 1.f, beta_ = 0.f;
+  const void* c_in_ = nullptr;
   std::vector<std::vector<unsigned char>> algos_;    // cublasLtMatmulAlgo_t blobs
   std::vector<std::size_t> algo_ws_;
   int selected_ = 0;
@@ -290,11 +308,20 @@ public:
   std::int64_t M, N, K;
   /// How A's and B's buffers are read (the reference follows it); set before reference().
   gemm_layout layout;
+  /// With a bias: the fused epilogue the reference applies (bias_relu or bias_gelu); set before
+  /// reference().
+  epilogue bias_epilogue = epilogue::bias_relu;
   int sets() const { return static_cast<int>(a_.size()); }
   const void* A(int i) const { return a_[i % sets()].get(); }
   const void* B(int i) const { return b_[i % sets()].get(); }
   void* C(int i) const { return c_[i % sets()].get(); }
   const void* bias(int i) const { return bias_.empty() ? nullptr : bias_[i % sets()].get(); }
+  /// An M x N bf16 input C0 (uniform [-1, 1)) for C = alpha * A B^T + beta * C0: one buffer,
+  /// shared by every set (it is larger than L2 at the shapes this is timed at); the reference
+  /// then includes it. Call before reference().
+  void add_c0(float alpha, float beta, std::uint64_t seed, cudaStream_t stream = nullptr);
+  const void* c0() const { return c0_.empty() ? nullptr : c0_.front().get(); }
+  float alpha = 1.f, beta = 0.f;
   bool with_bias() const { return !bias_.empty(); }
   std::size_t bytes_per_set() const;
   double flops() const { return 2.0 * double(M) * double(N) * double(K); }
@@ -308,7 +335,7 @@ public:
   compare_stats check_set0(lt_context& lt, cudaStream_t stream = nullptr);
 
 private:
-  std::vector<device_buffer> a_, b_, c_, bias_;
+  std::vector<device_buffer> a_, b_, c_, bias_, c0_;
   device_buffer ref_;
 };
 

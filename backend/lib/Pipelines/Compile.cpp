@@ -332,6 +332,7 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
   runStep("11-convert-to-llvm.mlir", "conversion to the LLVM dialect failed",
           [&](PassManager &pm) { buildToLLVMPipeline(pm); });
   for (StringRef name : {"tessel.params", "tessel.threads", "tessel.shared_bytes", "tessel.schedule",
+                         "tessel.ring_arrivals",
                          "tessel.persistent", "tessel.cluster"})
     kernel->removeAttr(name);
 

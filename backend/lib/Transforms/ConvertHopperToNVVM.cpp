@@ -57,6 +57,46 @@ struct ToPtx : OpRewritePattern<Op> {
   std::string constraints;
 };
 
+/// The wgmma ops become the upstream nvvm ops (which print the same PTX).
+struct WgmmaToNVVM : OpRewritePattern<hopper::WgmmaOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(hopper::WgmmaOp op, PatternRewriter &b) const override {
+    MLIRContext *ctx = op.getContext();
+    auto type = op.getType() == "bf16" ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+    ArrayRef<int64_t> shape = op.getShape();
+    // imm-trans-a = 1 for an M-major A (layout col), imm-trans-b = 1 for an
+    // N-major B (layout row).
+    auto layoutA = op.getAMnMajor() ? NVVM::MMALayout::col : NVVM::MMALayout::row;
+    auto layoutB = op.getBMnMajor() ? NVVM::MMALayout::row : NVVM::MMALayout::col;
+    b.replaceOpWithNewOp<NVVM::WgmmaMmaAsyncOp>(
+        op, op.getAcc().getType(), op.getAcc(), op.getDescA(), op.getDescB(),
+        NVVM::MMAShapeAttr::get(ctx, shape[0], shape[1], shape[2]), NVVM::WGMMATypesAttr::get(ctx, type),
+        NVVM::WGMMATypesAttr::get(ctx, type), NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
+        NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one),
+        NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+        NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one), NVVM::MMALayoutAttr::get(ctx, layoutA),
+        NVVM::MMALayoutAttr::get(ctx, layoutB), NVVM::MMAIntOverflowAttr{});
+    return success();
+  }
+};
+
+template <typename From, typename To>
+struct ToNVVM : OpRewritePattern<From> {
+  using OpRewritePattern<From>::OpRewritePattern;
+  LogicalResult matchAndRewrite(From op, PatternRewriter &b) const override {
+    b.replaceOpWithNewOp<To>(op);
+    return success();
+  }
+};
+
+struct WgmmaWaitToNVVM : OpRewritePattern<hopper::WgmmaWaitOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(hopper::WgmmaWaitOp op, PatternRewriter &b) const override {
+    b.replaceOpWithNewOp<NVVM::WgmmaWaitGroupSyncOp>(op, op.getPending());
+    return success();
+  }
+};
+
 struct TmaLoadToPtx : OpRewritePattern<hopper::TmaLoadOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(hopper::TmaLoadOp op, PatternRewriter &b) const override {
@@ -114,6 +154,8 @@ struct TesselConvertHopperToNVVM
         ctx, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r");
     patterns.add<ToPtx<hopper::FenceMBarrierInitOp>>(ctx, "fence.mbarrier_init.release.cluster;", "");
     patterns.add<TmaLoadToPtx, MBarrierWaitToPtx>(ctx);
+    patterns.add<WgmmaToNVVM, WgmmaWaitToNVVM, ToNVVM<hopper::WgmmaFenceOp, NVVM::WgmmaFenceAlignedOp>,
+                 ToNVVM<hopper::WgmmaCommitOp, NVVM::WgmmaGroupSyncAlignedOp>>(ctx);
     patterns.add<ToPtx<hopper::MBarrierArriveClusterOp>>(ctx,
                                                        "{\n"
                                                        ".reg .b32 remote;\n"

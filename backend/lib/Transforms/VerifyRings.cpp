@@ -22,6 +22,11 @@
 //      constant trip counts of the loops around it (below the expect_tx).
 //      Fewer bytes would complete the phase early (wgmma reads a stage still
 //      being written), more would never complete it.
+//  R6. A ring's barriers are initialised with the arrivals its phases get:
+//      the kernel's `tessel.ring_arrivals` (written by tessel-lower-to-nvvm
+//      from the roles of hopper.warp_specialize and the cluster, not from
+//      hopper.resources) says how many per ring; more would never complete a
+//      phase, fewer would complete it before every reader released the stage.
 //
 // Before (R5 broken: two 16 KiB boxes, 24 KiB expected):
 //   hopper.mbarrier.arrive_expect_tx %full, %c24576 {ring = "full"}
@@ -134,6 +139,19 @@ LogicalResult verifyKernel(Operation *kernel) {
                                    << " arrivals per phase but its phases take one arrive_expect_tx "
                                       "(rule R4)";
   }
+  // R6.
+  if (auto expected = kernel->getAttrOfType<DictionaryAttr>("tessel.ring_arrivals"))
+    for (auto &[name, use] : rings)
+      if (auto want = expected.getAs<IntegerAttr>(name))
+        for (hopper::MBarrierInitOp init : use.inits)
+          if (std::optional<int64_t> count = constantInt(init.getCount());
+              count && *count != want.getInt())
+            return init->emitError()
+                   << "ring '" << name << "' is initialised with " << *count
+                   << " arrivals per phase but its roles arrive " << want.getInt()
+                   << " times per phase (rule R6: the phase would "
+                   << (*count > want.getInt() ? "never complete" : "complete before every reader released the stage")
+                   << ")";
   for (hopper::MBarrierArriveExpectTxOp e : expects) {
     std::optional<int64_t> expected = constantInt(e.getBytes());
     if (!expected)

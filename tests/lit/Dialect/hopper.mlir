@@ -67,3 +67,26 @@ llvm.func @registers() {
   hopper.setmaxnreg increase to 100
   llvm.return
 }
+
+// -----
+
+// CHECK-LABEL: llvm.func @wgmma
+// CHECK: hopper.wgmma.fence
+// CHECK: hopper.wgmma %arg0, %arg1, %arg2 shape [64, 8, 16] "bf16" a_mn_major : !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: hopper.wgmma.commit
+// CHECK: hopper.wgmma.wait 1
+llvm.func @wgmma(%da: i64, %db: i64, %acc: !llvm.struct<(f32, f32, f32, f32)>) {
+  hopper.wgmma.fence
+  %d = hopper.wgmma %da, %db, %acc shape [64, 8, 16] "bf16" a_mn_major : !llvm.struct<(f32, f32, f32, f32)>
+  hopper.wgmma.commit
+  hopper.wgmma.wait 1
+  llvm.return
+}
+
+// -----
+
+llvm.func @wgmma_accumulator(%da: i64, %db: i64, %acc: !llvm.struct<(f32, f32)>) {
+  // expected-error @+1 {{'hopper.wgmma' op a 64 x 8 f32 accumulator is 4 registers per thread, got 2}}
+  %d = hopper.wgmma %da, %db, %acc shape [64, 8, 16] "bf16" : !llvm.struct<(f32, f32)>
+  llvm.return
+}

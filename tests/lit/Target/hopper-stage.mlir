@@ -20,7 +20,10 @@
 // CHECK: hopper.named_barrier arrive %c3_i32, 256
 // CHECK: hopper.named_barrier sync {{.*}}, 256
 // CHECK: hopper.mbarrier.wait {{.*}} {ring = "full"}
-// CHECK: nvvm.wgmma.mma_async
+// CHECK: hopper.wgmma.fence
+// CHECK: hopper.wgmma {{.*}} shape [64, 128, 16] "bf16"
+// CHECK: hopper.wgmma.commit
+// CHECK: hopper.wgmma.wait 1
 // CHECK: hopper.mbarrier.arrive
 // CHECK: hopper.named_barrier arrive {{.*}}, 256
 // Epilogue.

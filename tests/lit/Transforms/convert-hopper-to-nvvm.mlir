@@ -65,3 +65,18 @@ llvm.func @roles(%desc: !llvm.ptr, %x: i32) {
   hopper.tma.store.wait 0
   llvm.return
 }
+
+// wgmma becomes the upstream nvvm ops (the transpose immediates from the MN-major flags).
+// CHECK-LABEL: llvm.func @wgmma
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: nvvm.wgmma.mma_async %arg0, %arg1, %arg2, <m = 64, n = 8, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <col>]
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK-NOT: hopper.
+llvm.func @wgmma(%da: i64, %db: i64, %acc: !llvm.struct<(f32, f32, f32, f32)>) -> !llvm.struct<(f32, f32, f32, f32)> {
+  hopper.wgmma.fence
+  %d = hopper.wgmma %da, %db, %acc shape [64, 8, 16] "bf16" a_mn_major : !llvm.struct<(f32, f32, f32, f32)>
+  hopper.wgmma.commit
+  hopper.wgmma.wait 1
+  llvm.return %d : !llvm.struct<(f32, f32, f32, f32)>
+}

@@ -41,12 +41,12 @@
 // K128: tessel.params = [{{.*}}"tma:0:64x128:128", "tma:1:64x128:128"
 // K128-COPIES: {{^}}4{{$}}
 // K128: arith.constant 4611686293305360384 : i64
-// K128: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// K128: hopper.wgmma {{.*}} shape [64, {{[0-9]+}}, 16] "bf16" :
 
 // K64: tessel.params = [{{.*}}"tma:0:32x128:64", "tma:1:32x128:64"
 // K64-COPIES: {{^}}8{{$}}
 // K64: arith.constant -9223371899415756800 : i64
-// K64: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// K64: hopper.wgmma {{.*}} shape [64, {{[0-9]+}}, 16] "bf16" :
 
 // K32: tessel.params = [{{.*}}"tma:0:16x128:32", "tma:1:16x128:32"
 // K32-COPIES: {{^}}16{{$}}
@@ -59,12 +59,12 @@
 // MN128: tessel.params = [{{.*}}"tma:0:64x64:128:c0", "tma:1:64x64:128"
 // MN128-COPIES: {{^}}8{{$}}
 // MN128: arith.constant 4611686293338849280 : i64
-// MN128: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+// MN128: hopper.wgmma {{.*}} shape [64, {{[0-9]+}}, 16] "bf16" a_mn_major
 
 // MN64: tessel.params = [{{.*}}"tma:0:32x64:64:c0", "tma:1:32x64:64"
 // MN64-COPIES: {{^}}16{{$}}
 // MN64: arith.constant -9223371899399045120 : i64
-// MN64: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+// MN64: hopper.wgmma {{.*}} shape [64, {{[0-9]+}}, 16] "bf16" a_mn_major
 
 // MN32: tessel.params = [{{.*}}"tma:0:16x64:32:c0", "tma:1:16x64:32"
 // MN32-COPIES: {{^}}4{{$}}
@@ -76,4 +76,4 @@
 
 // AT: tessel.params = [{{.*}}"tma:0:64x64:128", "tma:1:64x64:128:c0"
 // AT: arith.constant 4611686293338849280 : i64
-// AT: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+// AT: hopper.wgmma {{.*}} shape [64, {{[0-9]+}}, 16] "bf16" a_mn_major

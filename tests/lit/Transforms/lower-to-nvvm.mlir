@@ -20,12 +20,12 @@
 // CHECK: hopper.tma.load %arg{{[0-9]+}}[%{{.*}}, %{{.*}}] -> %{{.*}}, %{{.*}} : !llvm.ptr
 // CHECK: scf.for
 // CHECK: hopper.mbarrier.wait %{{.*}}, %{{.*}} stage %{{.*}} {ring = "full"}
-// CHECK: nvvm.wgmma.fence.aligned
-// CHECK-COUNT-4: nvvm.wgmma.mma_async
-// CHECK: nvvm.wgmma.commit.group.sync.aligned
-// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK: hopper.wgmma.fence
+// CHECK-COUNT-4: hopper.wgmma %{{.*}} shape [64, 256, 16] "bf16" :
+// CHECK: hopper.wgmma.commit
+// CHECK: hopper.wgmma.wait 1
 // CHECK: hopper.mbarrier.arrive
-// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: hopper.wgmma.wait 0
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
 // CHECK: llvm.store
 

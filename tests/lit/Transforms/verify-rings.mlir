@@ -106,3 +106,17 @@ llvm.func @full_count(%a: !llvm.ptr, %bar: i32, %x: i32) {
   hopper.mbarrier.wait %bar, %x stage %x {ring = "full"}
   llvm.return
 }
+
+// -----
+
+// R6: the empty barriers expect 3 arrivals per phase, but the kernel's roles
+// (tessel.ring_arrivals: 2 consumer warpgroups, one CTA) arrive twice.
+llvm.func @empty_count(%bar: i32, %x: i32) attributes {tessel.ring_arrivals = {empty = 2 : i64, full = 1 : i64}} {
+  %c3 = arith.constant 3 : i32
+  // expected-error @+1 {{ring 'empty' is initialised with 3 arrivals per phase but its roles arrive 2 times per phase (rule R6: the phase would never complete)}}
+  hopper.mbarrier.init %bar, %c3 {ring = "empty"}
+  hopper.mbarrier.init %bar, %c3 {ring = "empty"}
+  hopper.mbarrier.arrive %bar {ring = "empty"}
+  hopper.mbarrier.wait %bar, %x stage %x {ring = "empty"}
+  llvm.return
+}

@@ -100,3 +100,17 @@ LogicalResult MmaScheduleOp::verify() {
     return emitOpError() << "wgmma shape must be m64nNk16, got m" << getShape()[0];
   return success();
 }
+
+LogicalResult WgmmaOp::verify() {
+  ArrayRef<int64_t> shape = getShape();
+  if (shape.size() != 3 || shape[0] != 64 || shape[2] != 16 || shape[1] < 8 || shape[1] > 256 ||
+      shape[1] % 8 != 0)
+    return emitOpError("shape must be [64, n, 16] with n a multiple of 8 in [8, 256]");
+  if (getType() != "bf16" && getType() != "f16")
+    return emitOpError() << "type must be \"bf16\" or \"f16\", got \"" << getType() << "\"";
+  auto acc = cast<LLVM::LLVMStructType>(getAcc().getType());
+  if (static_cast<int64_t>(acc.getBody().size()) != shape[1] / 2)
+    return emitOpError() << "a 64 x " << shape[1] << " f32 accumulator is " << shape[1] / 2
+                         << " registers per thread, got " << acc.getBody().size();
+  return success();
+}

@@ -32,9 +32,10 @@ def Hopper_Dialect : Dialect {
       budgets and named barriers (pingpong turns, per-consumer epilogue
       barriers), the stmatrix + TMA-store epilogue and its fences.
       `tessel-lower-to-nvvm` writes them and `tessel-convert-hopper-to-nvvm`
-      lowers them 1:1. Still written in nvvm / inline PTX by
-      `tessel-lower-to-nvvm`: wgmma, the tile scheduler's arithmetic and
-      stream-K, multistage's cp.async (docs/pipeline.md).
+      lowers them 1:1; wgmma (fence, mma on accumulator values, commit,
+      wait) too, into the upstream nvvm ops. Still written in nvvm / inline
+      PTX by `tessel-lower-to-nvvm`: the tile scheduler's arithmetic and
+      stream-K, multistage's cp.async / ldmatrix / mma.sync (docs/pipeline.md).
   }];
 }
 

@@ -296,4 +296,91 @@ def Hopper_TmaStoreWaitOp : Hopper_Op<"tma.store.wait"> {
   let assemblyFormat = "$pending (`read` $read^)? attr-dict";
 }
 
+
+//===----------------------------------------------------------------------===//
+// wgmma (warpgroup MMA on the accumulator registers)
+//===----------------------------------------------------------------------===//
+
+def Hopper_WgmmaFenceOp : Hopper_Op<"wgmma.fence"> {
+  let summary = "order register and shared-memory accesses before the next wgmmas";
+  let description = [{
+    Before the first wgmma of a group that reads accumulators written by
+    other instructions (zeroing, a previous wait) or shared memory written
+    since the last fence.
+
+    ```mlir
+    hopper.wgmma.fence
+    ```
+    PTX: `wgmma.fence.sync.aligned;` (becomes `nvvm.wgmma.fence.aligned`)
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def Hopper_WgmmaOp : Hopper_Op<"wgmma", [AllTypesMatch<["acc", "result"]>]> {
+  let summary = "one asynchronous warpgroup MMA into accumulator registers";
+  let description = [{
+    `acc += A x B` for a 64 x `n` x 16 step of the warpgroup: A and B are
+    read from shared memory through the 64-bit matrix descriptors `desc_a`,
+    `desc_b` (start address, leading / stride byte offsets, swizzle);
+    `type` is their element type (bf16 or f16), f32 accumulation;
+    `a_mn_major` / `b_mn_major` set the transpose immediates (an M-major A, an
+    N-major B). The result is the accumulator after the MMA, readable only
+    after a `hopper.wgmma.wait` that retires its group.
+
+    ```mlir
+    %d = hopper.wgmma %da, %db, %acc shape [64, 128, 16] "bf16" : !llvm.struct<(f32, ...)>
+    ```
+    PTX: `wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {...}, da, db, 1, 1, 1, 0, 1;`
+    (becomes `nvvm.wgmma.mma_async`)
+  }];
+  let arguments = (ins I64:$desc_a, I64:$desc_b, LLVM_AnyStruct:$acc, DenseI64ArrayAttr:$shape,
+                       StrAttr:$type, UnitAttr:$a_mn_major, UnitAttr:$b_mn_major);
+  let results = (outs LLVM_AnyStruct:$result);
+  let assemblyFormat = [{
+    $desc_a `,` $desc_b `,` $acc `shape` $shape $type (`a_mn_major` $a_mn_major^)?
+    (`b_mn_major` $b_mn_major^)? attr-dict `:` type($acc)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$descA, "::mlir::Value":$descB, "::mlir::Value":$acc,
+                   "::llvm::ArrayRef<int64_t>":$shape, "::llvm::StringRef":$type, "bool":$aMnMajor,
+                   "bool":$bMnMajor), [{
+      build($_builder, $_state, acc.getType(), descA, descB, acc, $_builder.getDenseI64ArrayAttr(shape),
+            $_builder.getStringAttr(type), aMnMajor ? $_builder.getUnitAttr() : ::mlir::UnitAttr(),
+            bMnMajor ? $_builder.getUnitAttr() : ::mlir::UnitAttr());
+    }]>
+  ];
+  let hasVerifier = 1;
+}
+
+def Hopper_WgmmaCommitOp : Hopper_Op<"wgmma.commit"> {
+  let summary = "close the current wgmma group";
+  let description = [{
+    The wgmmas issued since the last commit form one group, which a
+    `hopper.wgmma.wait` retires as a whole.
+
+    ```mlir
+    hopper.wgmma.commit
+    ```
+    PTX: `wgmma.commit_group.sync.aligned;` (becomes `nvvm.wgmma.commit.group.sync.aligned`)
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def Hopper_WgmmaWaitOp : Hopper_Op<"wgmma.wait"> {
+  let summary = "wait until at most `pending` wgmma groups are in flight";
+  let description = [{
+    After it, the accumulators of every retired group can be read and the
+    shared memory their wgmmas read can be released. The mma schedule's
+    `wait_depth` (1: the previous k-step's group retired) in the mainloop,
+    0 before the epilogue.
+
+    ```mlir
+    hopper.wgmma.wait 1
+    ```
+    PTX: `wgmma.wait_group.sync.aligned 1;` (becomes `nvvm.wgmma.wait.group.sync.aligned`)
+  }];
+  let arguments = (ins ConfinedAttr<I64Attr, [IntMinValue<0>]>:$pending);
+  let assemblyFormat = "$pending attr-dict";
+}
+
 #endif // TESSEL_HOPPER_OPS

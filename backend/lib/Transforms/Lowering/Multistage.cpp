@@ -150,27 +150,6 @@ static Value opaque(OpBuilder &b, Location loc, Value v) {
       .getResult(0);
 }
 
-void KernelBuilder::msRasterProgramIds() {
-  // Launch order is x-fastest: t = x + y * gx. Groups of getRasterGroup()
-  // consecutive x (program_id 0, along M) are walked column by column, the
-  // same bijection of the grid as the persistent schedules' setProgramIds.
-  Value gx = b.create<NVVM::GridDimXOp>(loc, b.getI32Type());
-  Value gy = b.create<NVVM::GridDimYOp>(loc, b.getI32Type());
-  Value x = b.create<NVVM::BlockIdXOp>(loc, b.getI32Type());
-  Value y = b.create<NVVM::BlockIdYOp>(loc, b.getI32Type());
-  Value z = b.create<NVVM::BlockIdZOp>(loc, b.getI32Type());
-  Value t = b.create<arith::AddIOp>(loc, x, b.create<arith::MulIOp>(loc, y, gx));
-  auto [px, py] = groupedRaster(t, gx, gy);
-  programIds = {px, py, z};
-  // The prologue's scalars were computed from %ctaid: recompute them here, at
-  // the top level, so that they dominate every later use (as build() does).
-  scalars.clear();
-  for (Operation &op : fn.getBody().front())
-    if (op.getNumResults() == 1 && !isa<ShapedType>(op.getResult(0).getType()) &&
-        op.getNumRegions() == 0)
-      (void)scalar(op.getResult(0));
-}
-
 LogicalResult KernelBuilder::msPlanOperand(MultistagePlan &p, MsOperand &o) {
   // A is loaded as BM x BK (or BK x BM, transposed for the dot), B as BN x BK
   // transposed (or BK x BN).

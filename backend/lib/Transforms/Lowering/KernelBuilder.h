@@ -1,10 +1,18 @@
-//===- KernelBuilder.h - builds one sm_90a kernel from a tessel kernel -----===//
+//===- KernelBuilder.h - writes one sm_90a kernel from its plan ------------===//
 //
 // Private to TesselTransforms: the state and helpers that tessel-lower-to-nvvm
-// uses to write one `llvm.func` kernel. Each schedule is a member function;
-// `LowerToNVVM.cpp` holds the shared pieces (parameters, scalars, elements,
-// barriers, wgmma) and the TMA-fed schedules, `MultistageSchedule.cpp` the
-// cp.async + mma.sync one.
+// uses to write one `llvm.func` kernel from the plan the schedule passes left
+// (HopperScheduleOps.td). LowerToNVVM.cpp holds the pass, the parameters,
+// scalars and elements; each file of Lowering/ writes the instructions of one
+// part of the plan:
+//   TileScheduler.cpp  hopper.tile_scheduler (StreamK.cpp: its stream_k units)
+//   Ring.cpp           hopper.ring, hopper.async_load, hopper.produce
+//   Mma.cpp            hopper.consume with hopper.mma_schedule "wgmma"
+//   Epilogue.cpp       hopper.epilogue, hopper.store (StreamK.cpp: the fixup)
+//   Roles.cpp          hopper.warp_specialize: where the steps above run
+//   Multistage.cpp     a "cp.async" ring with hopper.mma_schedule "mma.sync"
+//                      (multistage: ring, mma.sync mainloop and fragment
+//                      epilogue together)
 //
 //===----------------------------------------------------------------------===//
 
@@ -99,10 +107,13 @@ private:
   LogicalResult buildSignature();
   LogicalResult buildGemm();
   LogicalResult setupGemm();
-  LogicalResult buildTmaSchedule();
-  /// Schedules warp_specialized, cooperative (persistent) and pingpong
-  /// (persistent, consumers alternate tiles).
-  LogicalResult buildWarpSpecialized();
+  /// hopper.warp_specialize (Roles.cpp): checks its regions' steps, then
+  /// lowerInlineProducer (producer "inline": schedule tma) or
+  /// lowerProducerConsumers (producer "warpgroup": warp_specialized,
+  /// cooperative, pingpong).
+  LogicalResult lowerWarpSpecialize();
+  LogicalResult lowerInlineProducer();
+  LogicalResult lowerProducerConsumers();
   /// Schedule `multistage` (MultistageSchedule.cpp): cp.async ring, ldmatrix,
   /// mma.sync m16n8k16, every warp computing.
   LogicalResult buildMultistage();
@@ -111,6 +122,19 @@ private:
   /// each operand (K- or MN-major in global and shared memory).
   struct MultistagePlan;
   struct MsOperand;
+  /// The persistent walk of this CTA's units (TileScheduler.cpp): the tiles
+  /// of the user's grid it takes, or its stream-K units.
+  struct TileWalk {
+    Value numTiles, firstTile, tileStride; ///< i32
+    Value unitCount;                       ///< units of this CTA (i32)
+    bool streamK = false;
+  };
+  struct WorkUnit;
+  TileWalk walkTiles();
+  /// An scf.for over units start, start + step, ... of `w`; sets the program
+  /// ids of each unit's tile and calls body(unit index, unit).
+  LogicalResult forEachUnit(const TileWalk &w, Value start, int64_t step,
+                            function_ref<LogicalResult(Value, WorkUnit)> body);
   /// Tile r of a gx x gy grid -> (x, y) in grouped raster order.
   std::pair<Value, Value> groupedRaster(Value r, Value gx, Value gy);
   /// Grouped raster order: remaps %ctaid to the user's program ids so that
@@ -210,6 +234,8 @@ private:
   struct WorkUnit {
     Value tile, kBegin, kEnd, base;
   };
+  /// Ring position of k-iteration j of unit u.
+  Value ringPos(const WorkUnit &u, Value j);
   /// Computes `sk` for a persistent walk over `numTiles` tiles (StreamK.cpp:
   /// the kernel decides S, the tiles of the stream-K phase).
   void planStreamK(Value numTiles);
@@ -317,6 +343,11 @@ private:
     Value begin, end;    ///< this CTA's stream-K iteration range
   } sk;
 };
+
+/// The user's grid in cluster tiles: ceil(grid / cluster) along axes 0, 1
+/// (TileScheduler.cpp).
+std::array<Value, 2> clusterGrid(OpBuilder &b, Location loc, ArrayRef<Value> grid, int64_t cx,
+                                 int64_t cy);
 
 } // namespace mlir::tessel::lowering
 

@@ -1,0 +1,503 @@
+//===- Lowering/Epilogue.cpp - the epilogue ---------------------------------===//
+//
+// Part of tessel-lower-to-nvvm: `hopper.epilogue` and each store's
+// `hopper.store` path. The traced epilogue (elementwise ops on the
+// accumulator, loads of other tensors, casts) is evaluated element by
+// element on the wgmma accumulator layout (m64nNk16, f32: register r of
+// thread t holds row 16*warp + t%32/4 + 8*(r%4/2), column 8*(r/4) + 2*(t%4)
+// + r%2), so any elementwise chain is fused:
+//
+//   tessel.store %v, %C[%m, %n] {hopper.store = "register_pairs"}
+//     ==> per register pair: the element expression, then bounds-checked
+//         st.global of two adjacent columns
+//   tessel.store %v, %C[%m, %n] {hopper.store = "tma_store"}
+//     ==> per 64 x 128-byte chunk: hopper.tma.store.wait 1 read,
+//         hopper.stmatrix into the swizzled staging buffer, hopper.fence.proxy_async,
+//         hopper.tma.store (rules E1-E3 below)
+//   tessel.store %r, %V[%m] {combine, hopper.store = "reduce_atomic"}
+//     ==> a tessel.reduce on the fragments: per thread, shuffles, one atomic
+//         per row (column) and warp (emitReduceStore, "Reductions" below)
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessel/Transforms/OperandLayout.h"
+#include "tessel/Transforms/Passes.h"
+
+#include "KernelBuilder.h"
+
+#include <limits>
+#include <map>
+
+using namespace mlir;
+using namespace mlir::tessel;
+
+namespace mlir::tessel::lowering {
+
+LogicalResult KernelBuilder::emitEpilogue(Value accFinal, Value rowBlock, Value inWg) {
+  return emitStores(
+      [&](StoreOp store) { return emitRegisterStore(store, accFinal, rowBlock, inWg); });
+}
+
+LogicalResult KernelBuilder::emitRegisterStore(StoreOp store, Value accFinal, Value rowBlock,
+                                               Value inWg) {
+  Value warp = b.create<arith::DivUIOp>(loc, inWg, i32(32));
+  Value lane = b.create<arith::RemUIOp>(loc, inWg, i32(32));
+  Value rowBase = b.create<arith::AddIOp>(
+      loc, b.create<arith::MulIOp>(loc, rowBlock, i32(64)),
+      b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, warp, i32(16)),
+                              b.create<arith::DivUIOp>(loc, lane, i32(4))));
+  Value colBase = b.create<arith::MulIOp>(loc, b.create<arith::RemUIOp>(loc, lane, i32(4)), i32(2));
+  if (storePath(store) == "reduce_atomic")
+    return emitReduceStore(store, {accFinal}, wgmmaFragments(1), rowBase, colBase, lane);
+  {
+    auto ty = cast<RankedTensorType>(store.getValue().getType());
+    if (ty.getRank() != 2 || ty.getDimSize(0) != BM || ty.getDimSize(1) != BN)
+      return store.emitError() << "after the mainloop, stores must be " << BM << "x" << BN
+                               << " tiles (the accumulator's shape)";
+    // Registers r and r+1 (r even) hold adjacent columns of one row: paired
+    // stores in the tma schedule. (In the warp-specialized ones the paired
+    // epilogue's register pressure makes ptxas serialise wgmma, C7514.)
+    if (storePath(store) != "register_pairs") {
+      for (int64_t r = 0; r < BN / 2; ++r) {
+        accRegister = b.create<LLVM::ExtractValueOp>(loc, accFinal, r);
+        Value row = b.create<arith::AddIOp>(loc, rowBase, i32(8 * ((r % 4) / 2)));
+        Value col = b.create<arith::AddIOp>(loc, colBase, i32(8 * (r / 4) + r % 2));
+        if (failed(storeElement(store, {row, col})))
+          return failure();
+      }
+      return success();
+    }
+    for (int64_t r = 0; r < BN / 2; r += 2) {
+      Value row = b.create<arith::AddIOp>(loc, rowBase, i32(8 * ((r % 4) / 2)));
+      Value col = b.create<arith::AddIOp>(loc, colBase, i32(8 * (r / 4)));
+      Value col1 = b.create<arith::AddIOp>(loc, col, i32(1));
+      accRegister = b.create<LLVM::ExtractValueOp>(loc, accFinal, r);
+      auto v0 = element(store.getValue(), {row, col});
+      accRegister = b.create<LLVM::ExtractValueOp>(loc, accFinal, r + 1);
+      auto v1 = element(store.getValue(), {row, col1});
+      if (failed(v0) || failed(v1) || failed(storePair(store, row, col, *v0, *v1)))
+        return failure();
+    }
+    return success();
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// TMA-store epilogue (warp-specialized schedules)
+//===----------------------------------------------------------------------===//
+//
+// Each consumer warpgroup owns two staging chunks of 64 rows x 128 bytes
+// (64 bf16/f16 or 32 f32 columns), laid out as TMA's 128B swizzle expects:
+// the 16-byte piece j of row r lives at r * 128 + ((j ^ (r % 8)) * 16), so
+// the 8 rows a warp's fragments touch at once land in 8 different bank
+// groups. Per chunk (sequence number q of the warpgroup, buffer q % 2):
+//
+//   thread 0 of wg:  cp.async.bulk.wait_group.read 1   (store q-2 read buffer)
+//   wg:              bar.sync 1+consumer, 128
+//   all:             traced epilogue on the fragments -> stmatrix (16-bit) or
+//                    st.shared.v2.f32 into the buffer
+//   all:             fence.proxy.async.shared::cta
+//   wg:              bar.sync 1+consumer, 128
+//   thread 0 of wg:  cp.async.bulk.tensor.2d.global.shared::cta.bulk_group
+//                    [C, {col, row}], [buffer]; cp.async.bulk.commit_group
+//      (output breaks TMA's rules: all threads copy the chunk to global
+//       memory with bounds-checked stores instead)
+//
+// Ordering rules:
+//   E1. A buffer is rewritten only after the TMA store that read it finished
+//       reading (wait_group.read 1 leaves only the other buffer's store in
+//       flight), and every thread learns that through the first bar.sync.
+//   E2. Generic-proxy writes to shared memory are made visible to the async
+//       proxy (fence.proxy.async) by each writing thread before the barrier
+//       after which the store is issued.
+//   E3. Before the CTA exits, the issuing thread waits for all its bulk
+//       groups (wait_group 0): shared memory must outlive the stores.
+// TMA stores clip at the tensor's bounds, so edge tiles need no predicate.
+
+SmallVector<StoreOp> KernelBuilder::stagedStores() {
+  SmallVector<StoreOp> out;
+  if (!gemm)
+    return out;
+  for (Operation &op : fn.getBody().front())
+    if (auto store = dyn_cast<StoreOp>(op); store && storePath(store) == "tma_store")
+      out.push_back(store);
+  return out;
+}
+
+void KernelBuilder::consumerBarrier(Value consumer) {
+  b.create<hopper::NamedBarrierOp>(loc, /*arrive=*/false,
+                                   b.create<arith::AddIOp>(loc, consumer, i32(consumerBarrierBase)),
+                                   128);
+}
+
+LogicalResult KernelBuilder::stageChunk(TmaParam &t, Value acc, Value rowBlock, int64_t chunk,
+                                        Value inWg, Value consumer, Value sequence, bool drainAll) {
+  StoreOp store = t.store;
+  Type outTy = store.getRef().getType().getElementType();
+  int64_t bytes = outTy.getIntOrFloatBitWidth() / 8;
+  int64_t cols = 128 / bytes; // columns per chunk
+  Value warp = b.create<arith::DivUIOp>(loc, inWg, i32(32));
+  Value lane = b.create<arith::RemUIOp>(loc, inWg, i32(32));
+  Value isIssuer = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, inWg, i32(0));
+  Value buffer = smemAddr(b.create<arith::AddIOp>(
+      loc, i32(stagingOff),
+      b.create<arith::MulIOp>(
+          loc, b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, consumer, i32(2)),
+                                       b.create<arith::AndIOp>(loc, sequence, i32(1))),
+          i32(kChunkBytes))));
+  // Byte address of (row, 16-byte piece, byte) in the swizzled buffer.
+  auto swizzled = [&](Value row, Value piece, Value byte) {
+    Value phys = b.create<arith::XOrIOp>(loc, piece, b.create<arith::AndIOp>(loc, row, i32(7)));
+    return b.create<arith::AddIOp>(
+        loc, buffer,
+        b.create<arith::AddIOp>(
+            loc, b.create<arith::MulIOp>(loc, row, i32(128)),
+            b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, phys, i32(16)), byte)));
+  };
+  // Rule E1. (With an odd number of chunks per tile, a skipped cluster tile
+  // would break the strict alternation: the first chunk of a tile then waits
+  // for every store.)
+  {
+    auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, isIssuer, false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    b.create<hopper::TmaStoreWaitOp>(loc, drainAll ? 0 : 1, /*read=*/true);
+  }
+  consumerBarrier(consumer);
+
+  // Fragment coordinates in the tile: register r of an m64nN accumulator is
+  // row 16*warp + lane/4 + 8*(r%4/2), column 8*(r/4) + 2*(lane%4) + r%2.
+  Value rowInBlock = b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, warp, i32(16)),
+                                             b.create<arith::DivUIOp>(loc, lane, i32(4)));
+  Value row0 = b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, rowBlock, i32(64)),
+                                       rowInBlock);
+  Value colLane = b.create<arith::MulIOp>(loc, b.create<arith::RemUIOp>(loc, lane, i32(4)), i32(2));
+  // The two elements of registers (r, r+1), r even, evaluated and converted.
+  auto pairAt = [&](int64_t r) -> FailureOr<std::pair<Value, Value>> {
+    Value row = b.create<arith::AddIOp>(loc, row0, i32(8 * ((r % 4) / 2)));
+    Value col = b.create<arith::AddIOp>(loc, colLane, i32(8 * (r / 4)));
+    accRegister = b.create<LLVM::ExtractValueOp>(loc, acc, r);
+    auto v0 = element(store.getValue(), {row, col});
+    accRegister = b.create<LLVM::ExtractValueOp>(loc, acc, r + 1);
+    auto v1 = element(store.getValue(), {row, b.create<arith::AddIOp>(loc, col, i32(1))});
+    if (failed(v0) || failed(v1))
+      return failure();
+    return std::pair{*v0, *v1};
+  };
+  int64_t firstBlock = chunk * cols / 8; // first n8 block of the chunk
+  if (bytes == 2) {
+    // stmatrix .x4: matrices (rows 0-7 | 8-15) x (n8 blocks nb | nb+1); lane l
+    // gives the address of row l%8 of matrix l/8.
+    Value mat = b.create<arith::DivUIOp>(loc, lane, i32(8));
+    Value srow = b.create<arith::AddIOp>(
+        loc, b.create<arith::MulIOp>(loc, warp, i32(16)),
+        b.create<arith::AddIOp>(
+            loc, b.create<arith::MulIOp>(loc, b.create<arith::RemUIOp>(loc, mat, i32(2)), i32(8)),
+            b.create<arith::RemUIOp>(loc, lane, i32(8))));
+    Value half = b.create<arith::DivUIOp>(loc, mat, i32(2));
+    auto vecTy = VectorType::get({2}, outTy);
+    for (int64_t p = 0; p < cols / 16; ++p) {
+      SmallVector<Value> packed;
+      for (int64_t m = 0; m < 4; ++m) {
+        int64_t r = 4 * (firstBlock + 2 * p + m / 2) + 2 * (m % 2);
+        auto pr = pairAt(r);
+        if (failed(pr))
+          return failure();
+        Value v = b.create<LLVM::PoisonOp>(loc, vecTy);
+        v = b.create<LLVM::InsertElementOp>(loc, v, pr->first, i32(0));
+        v = b.create<LLVM::InsertElementOp>(loc, v, pr->second, i32(1));
+        packed.push_back(b.create<LLVM::BitcastOp>(loc, b.getI32Type(), v));
+      }
+      Value piece = b.create<arith::AddIOp>(loc, half, i32(2 * p));
+      Value addr = swizzled(srow, piece, i32(0));
+      b.create<hopper::StMatrixOp>(loc, addr, packed[0], packed[1], packed[2], packed[3]);
+    }
+  } else {
+    // f32: each register pair is 8 bytes of one row.
+    for (int64_t nb = 0; nb < cols / 8; ++nb)
+      for (int64_t h = 0; h < 2; ++h) {
+        int64_t r = 4 * (firstBlock + nb) + 2 * h;
+        auto pr = pairAt(r);
+        if (failed(pr))
+          return failure();
+        Value srow = b.create<arith::AddIOp>(loc, rowInBlock, i32(8 * h));
+        // Byte column nb*32 + (lane%4)*8: piece 2*nb + (lane%4)/2, byte 8*(lane%2).
+        Value q4 = b.create<arith::RemUIOp>(loc, lane, i32(4));
+        Value piece = b.create<arith::AddIOp>(loc, i32(2 * nb), b.create<arith::DivUIOp>(loc, q4, i32(2)));
+        Value byte = b.create<arith::MulIOp>(loc, b.create<arith::RemUIOp>(loc, q4, i32(2)), i32(8));
+        ptx("st.shared.v2.f32 [$0], {$1, $2};", "r,f,f",
+            {swizzled(srow, piece, byte), pr->first, pr->second});
+      }
+  }
+  // Rule E2.
+  b.create<hopper::FenceProxyAsyncOp>(loc);
+  consumerBarrier(consumer);
+
+  auto offsetsOrFail = offsetScalars(store.getOffsets());
+  if (failed(offsetsOrFail))
+    return failure();
+  Value tileRow = b.create<arith::MulIOp>(loc, rowBlock, i32(64));
+  auto viaTma = b.create<scf::IfOp>(loc, TypeRange{}, t.usable, /*withElse=*/true);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(viaTma.thenBlock());
+    auto one = b.create<scf::IfOp>(loc, TypeRange{}, isIssuer, false);
+    b.setInsertionPointToStart(one.thenBlock());
+    Value row = b.create<arith::AddIOp>(loc, (*offsetsOrFail)[0], tileRow);
+    Value col = b.create<arith::AddIOp>(loc, (*offsetsOrFail)[1], i32(chunk * cols));
+    b.create<hopper::TmaStoreOp>(loc, t.desc, col, row, buffer);
+    b.create<hopper::TmaStoreCommitOp>(loc);
+  }
+  {
+    // The output breaks TMA's rules: thread i copies column i % cols of rows
+    // i / cols + k * (128 / cols), with bounds-checked stores.
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(viaTma.elseBlock());
+    Value col = b.create<arith::RemUIOp>(loc, inWg, i32(cols));
+    Value rowStart = b.create<arith::DivUIOp>(loc, inWg, i32(cols));
+    int64_t rowStep = kThreadsPerWarpgroup / cols;
+    auto rows = b.create<scf::ForOp>(loc, rowStart, i32(64), i32(rowStep));
+    b.setInsertionPointToStart(rows.getBody());
+    Value row = rows.getInductionVar();
+    Value byteCol = b.create<arith::MulIOp>(loc, col, i32(bytes));
+    Value addr = swizzled(row, b.create<arith::DivUIOp>(loc, byteCol, i32(16)),
+                          b.create<arith::RemUIOp>(loc, byteCol, i32(16)));
+    auto sptr = b.create<LLVM::IntToPtrOp>(loc, LLVM::LLVMPointerType::get(ctx, 3), addr);
+    Value v = b.create<LLVM::LoadOp>(loc, outTy, sptr);
+    if (failed(storeValue(store, {b.create<arith::AddIOp>(loc, tileRow, row),
+                                  b.create<arith::AddIOp>(loc, col, i32(chunk * cols))},
+                          v)))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult KernelBuilder::emitConsumerEpilogue(ArrayRef<Value> accs, Value firstRowBlock,
+                                                  Value inWg, Value consumer, Value tileIter) {
+  SmallVector<StoreOp> staged = stagedStores();
+  // Chunks per tile of this warpgroup, to continue the buffer alternation
+  // across tiles (rule E1 relies on strict alternation).
+  int64_t perTile = 0;
+  for (StoreOp s : staged)
+    perTile += accs.size() * BN * s.getRef().getType().getElementType().getIntOrFloatBitWidth() /
+               8 / 128;
+  Value sequence = b.create<arith::MulIOp>(loc, tileIter, i32(perTile));
+  int64_t q = 0;
+  return emitStores([&](StoreOp store) -> LogicalResult {
+    if (storePath(store) == "reduce_atomic") {
+      // All of this warpgroup's row blocks at once: one atomic per warp and
+      // row (column) of the tile.
+      Value warp = b.create<arith::DivUIOp>(loc, inWg, i32(32));
+      Value lane = b.create<arith::RemUIOp>(loc, inWg, i32(32));
+      Value rowBase = b.create<arith::AddIOp>(
+          loc, b.create<arith::MulIOp>(loc, firstRowBlock, i32(64)),
+          b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, warp, i32(16)),
+                                  b.create<arith::DivUIOp>(loc, lane, i32(4))));
+      Value colBase =
+          b.create<arith::MulIOp>(loc, b.create<arith::RemUIOp>(loc, lane, i32(4)), i32(2));
+      return emitReduceStore(store, accs, wgmmaFragments(accs.size()), rowBase, colBase, lane);
+    }
+    auto it = llvm::find_if(tma, [&](const TmaParam &t) { return t.store == store; });
+    for (auto [i, acc] : llvm::enumerate(accs)) {
+      Value rowBlock = b.create<arith::AddIOp>(loc, firstRowBlock, i32(i));
+      if (it == tma.end()) {
+        // Not stageable (shape, rank or element type): register stores.
+        if (failed(emitRegisterStore(store, acc, rowBlock, inWg)))
+          return failure();
+        continue;
+      }
+      int64_t chunks = BN * store.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8 / 128;
+      for (int64_t c = 0; c < chunks; ++c, ++q)
+        if (failed(stageChunk(*it, acc, rowBlock, c, inWg, consumer,
+                              b.create<arith::AddIOp>(loc, sequence, i32(q)),
+                              /*drainAll=*/q == 0 && perTile % 2 == 1 &&
+                                  (clusterSize > 1 || workspace))))
+          return failure();
+    }
+    return success();
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions in the epilogue (docs/reductions.md)
+//===----------------------------------------------------------------------===//
+//
+// `V.reduce_into({m}, ts::amax(y, ts::axis<1>))` is a tessel.reduce of an
+// expression of the accumulator tile, stored with {combine}. In both
+// accumulator layouts (wgmma, mma.sync) the 4 lanes of a quad (lane / 4
+// equal) hold the columns 2 (lane % 4) + {0, 1} + 8j of the same rows, and
+// the 8 quads of a warp hold 8 consecutive rows (+ 8, + 16 ...). So:
+//   1. each thread evaluates its fragments' elements, leaves out those
+//      outside the GEMM's M x N along the reduced axis (the identity takes
+//      their place: 0 for sum, -inf for max, 0 for amax), and combines the
+//      elements of each row (axis 1) or column (axis 0) it holds;
+//   2. shuffles combine a row over the quad (xor 1, 2), a column over the
+//      quads (xor 4, 8, 16);
+//   3. lane 0 of the quad (row) or lanes 0..3 (column) combine the warp's
+//      partial into global memory, bounds-checked like any store:
+//      sum: atomic f32 add (red.global.add.f32; the order of the adds is not
+//      fixed); amax: atomic signed max on the f32 bits (non-negative floats
+//      order like their bits; +NaN is above +inf); max: the same for x >= 0
+//      (sign bit clear), atomic unsigned min on the bits for x < 0 (negative
+//      floats order inversely to their bits, and every one is above the bits
+//      of any non-negative float). max and amax are therefore exact and
+//      deterministic; NaN propagates (maximumf gives +NaN).
+// Stream-K: the finisher runs the epilogue on the summed tile, contributors
+// run none, so a reduction sees whole-tile values.
+
+FailureOr<std::pair<Value, Value>> KernelBuilder::gemmTileLimits() {
+  auto limit = [&](const GemmOperand &o, bool isB) -> FailureOr<Value> {
+    // The dot sees A as BM x BK and B as BK x BN: M (N) is the loaded tile's
+    // first dimension, unless the dot sees the load transposed (for A) or
+    // untransposed (for B).
+    int64_t rank = o.refType().getRank();
+    bool first = isB ? o.transposed : !o.transposed;
+    int64_t d = first ? rank - 2 : rank - 1;
+    auto off = scalar(o.offsets()[d]);
+    if (failed(off))
+      return failure();
+    Value size = refs[o.argIndex].sizes[d];
+    Value lim = b.create<arith::SubIOp>(loc, size,
+                                        b.create<arith::ExtSIOp>(loc, b.getI64Type(), *off));
+    // Clamp to i32 (a tile far past the edge: negative, nothing inside).
+    lim = b.create<arith::MaxSIOp>(loc, lim, i64(-1));
+    lim = b.create<arith::MinSIOp>(loc, lim, i64(INT32_MAX));
+    return b.create<arith::TruncIOp>(loc, b.getI32Type(), lim).getResult();
+  };
+  auto rows = limit(gemm->a, /*isB=*/false);
+  auto cols = limit(gemm->b, /*isB=*/true);
+  if (failed(rows) || failed(cols))
+    return failure();
+  return std::pair(*rows, *cols);
+}
+
+SmallVector<KernelBuilder::FragmentElement>
+KernelBuilder::wgmmaFragments(int64_t rowBlocks) const {
+  // wgmma m64nN: register r of a thread is at row 8 * ((r % 4) / 2),
+  // column 8 * (r / 4) + r % 2 from its base in the 64-row block.
+  SmallVector<FragmentElement> frags;
+  for (int64_t i = 0; i < rowBlocks; ++i)
+    for (int64_t r = 0; r < BN / 2; ++r)
+      frags.push_back({i, r, 64 * i + 8 * ((r % 4) / 2), 8 * (r / 4) + r % 2});
+  return frags;
+}
+
+LogicalResult KernelBuilder::emitReduceStore(StoreOp store, ArrayRef<Value> accs,
+                                             ArrayRef<FragmentElement> frags, Value rowBase,
+                                             Value colBase, Value lane) {
+  auto reduce = store.getValue().getDefiningOp<ReduceOp>();
+  if (!gemm)
+    return store.emitError("reductions (ts::sum / ts::max / ts::amax) are supported in GEMM "
+                           "epilogues only"),
+           failure();
+  auto limits = gemmTileLimits();
+  if (failed(limits))
+    return failure();
+  auto [rowLimit, colLimit] = *limits;
+  const int64_t axis = reduce.getAxis();
+  const ReduceKind kind = reduce.getKind();
+  Type f32 = b.getF32Type();
+  auto f32Const = [&](float v) {
+    return b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(v)).getResult();
+  };
+  Value identity = f32Const(kind == ReduceKind::max ? -std::numeric_limits<float>::infinity() : 0.0f);
+  auto combine = [&](Value x, Value y) -> Value {
+    if (kind == ReduceKind::sum)
+      return b.create<arith::AddFOp>(loc, x, y);
+    return b.create<arith::MaximumFOp>(loc, x, y);
+  };
+
+  auto offsets = offsetScalars(store.getOffsets());
+  if (failed(offsets))
+    return failure();
+  unsigned arg = cast<BlockArgument>(store.getRef()).getArgNumber();
+  RefParams &r = refs[arg];
+  Value leader = axis == 1
+                     ? b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                                               b.create<arith::RemUIOp>(loc, lane, i32(4)), i32(0))
+                     : b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, lane, i32(4));
+  SmallVector<int64_t> xors = axis == 1 ? SmallVector<int64_t>{1, 2} : SmallVector<int64_t>{4, 8, 16};
+
+  // The rows (columns) this thread holds, in batches: a column reduction of
+  // a wide tile would otherwise keep BN / 4 partials live at once. Within a
+  // batch, all accumulators' elements of a row (column) are combined before
+  // the shuffles, so that one atomic per warp covers every row block.
+  constexpr size_t kBatch = 8;
+  SmallVector<int64_t> keys;
+  for (const FragmentElement &f : frags)
+    keys.push_back(axis == 1 ? f.row : f.col);
+  llvm::sort(keys);
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  for (size_t first = 0; first < keys.size(); first += kBatch) {
+    ArrayRef<int64_t> batch = ArrayRef(keys).slice(first, std::min(kBatch, keys.size() - first));
+    // 1. This thread's elements of the batch's rows (columns).
+    std::map<int64_t, Value> partial;
+    for (const FragmentElement &f : frags) {
+      int64_t key = axis == 1 ? f.row : f.col;
+      if (!llvm::is_contained(batch, key))
+        continue;
+      Value row = b.create<arith::AddIOp>(loc, rowBase, i32(f.row));
+      Value col = b.create<arith::AddIOp>(loc, colBase, i32(f.col));
+      accRegister = b.create<LLVM::ExtractValueOp>(loc, accs[f.acc], f.reg);
+      auto e = element(reduce.getSrc(), {row, col});
+      if (failed(e))
+        return failure();
+      Value x = *e;
+      if (x.getType() != f32)
+        x = b.create<arith::ExtFOp>(loc, f32, x);
+      if (kind == ReduceKind::amax)
+        x = b.create<math::AbsFOp>(loc, x);
+      Value inside = axis == 1
+                         ? b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, col, colLimit)
+                         : b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, row, rowLimit);
+      x = b.create<arith::SelectOp>(loc, inside, x, identity);
+      auto [it, inserted] = partial.try_emplace(key, x);
+      if (!inserted)
+        it->second = combine(it->second, x);
+    }
+
+    // 2. Across the lanes that share a row (column).
+    for (auto &[key, v] : partial)
+      for (int64_t x : xors) {
+        Value other = b.create<NVVM::ShflOp>(loc, f32, i32(-1), v, i32(x), i32(0x1f),
+                                             NVVM::ShflKind::bfly, UnitAttr());
+        v = combine(v, other);
+      }
+
+    // 3. One lane per row (column) and warp combines into global memory.
+    auto ifLeader = b.create<scf::IfOp>(loc, TypeRange{}, leader, /*withElse=*/false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(ifLeader.thenBlock());
+    for (auto &[key, v] : partial) {
+      Value at = b.create<arith::AddIOp>(loc, axis == 1 ? rowBase : colBase, i32(key));
+      auto [linear, inBounds] = address(arg, *offsets, {at});
+      auto ifIn = b.create<scf::IfOp>(loc, TypeRange{}, inBounds, /*withElse=*/false);
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(ifIn.thenBlock());
+      Value p = b.create<LLVM::GEPOp>(loc, r.ptr.getType(), r.elementType, r.ptr, linear);
+      if (kind == ReduceKind::sum) {
+        b.create<LLVM::AtomicRMWOp>(loc, LLVM::AtomicBinOp::fadd, p, v,
+                                    LLVM::AtomicOrdering::monotonic);
+        continue;
+      }
+      Value bits = b.create<LLVM::BitcastOp>(loc, b.getI32Type(), v);
+      if (kind == ReduceKind::amax) {
+        b.create<LLVM::AtomicRMWOp>(loc, LLVM::AtomicBinOp::max, p, bits,
+                                    LLVM::AtomicOrdering::monotonic);
+        continue;
+      }
+      Value nonNegative = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, bits, i32(0));
+      auto ifSign = b.create<scf::IfOp>(loc, TypeRange{}, nonNegative, /*withElse=*/true);
+      OpBuilder::InsertionGuard g3(b);
+      b.setInsertionPointToStart(ifSign.thenBlock());
+      b.create<LLVM::AtomicRMWOp>(loc, LLVM::AtomicBinOp::max, p, bits,
+                                  LLVM::AtomicOrdering::monotonic);
+      b.setInsertionPointToStart(ifSign.elseBlock());
+      b.create<LLVM::AtomicRMWOp>(loc, LLVM::AtomicBinOp::umin, p, bits,
+                                  LLVM::AtomicOrdering::monotonic);
+    }
+  }
+  return success();
+}
+
+} // namespace mlir::tessel::lowering

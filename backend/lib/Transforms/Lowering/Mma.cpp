@@ -1,0 +1,120 @@
+//===- Lowering/Mma.cpp - the wgmma mainloop step ---------------------------===//
+//
+// Part of tessel-lower-to-nvvm: the `hopper.consume` step as
+// `hopper.mma_schedule "wgmma"` says it: wait for the stage's full barrier,
+// BK/16 x wgmma m64nBNk16 per 64-row block from shared-memory descriptors,
+// one commit group, `wgmma.wait_group wait_depth`.
+//
+//   hopper.consume "ab"
+//   hopper.mma_schedule "wgmma" shape [64, 128, 16] k_steps 4 row_blocks 2 wait_depth 1
+//     ==> per k-step at ring position it:
+//   hopper.mbarrier.wait %full_s, %parity stage %s {ring = "full"}
+//   hopper.wgmma.fence
+//   %d = hopper.wgmma %descA, %descB, %acc shape [64, 128, 16] "bf16" : ...  (x 4 x 2)
+//   hopper.wgmma.commit
+//   hopper.wgmma.wait 1
+//
+// Also the accumulator's zeroing and the fence that pins its registers after
+// a wait (ptxas would otherwise serialise the wgmma pipeline: C7514).
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessel/Transforms/OperandLayout.h"
+#include "tessel/Transforms/Passes.h"
+
+#include "KernelBuilder.h"
+
+using namespace mlir;
+using namespace mlir::tessel;
+
+namespace mlir::tessel::lowering {
+
+/// wgmma shared-memory descriptor (PTX ISA "Matrix Descriptor Format") of the
+/// operand at shared-window byte address `addr`, with the layout's fields:
+///   bits [0,14)  start address >> 4
+///   bits [16,30) leading byte offset >> 4
+///   bits [32,46) stride byte offset >> 4
+///   bits [49,52) base offset: 0 (every swizzle pattern starts aligned)
+///   bits [62,64) swizzle: 1 = 128B, 2 = 64B, 3 = 32B, 0 = none
+/// (OperandLayout::descriptorHighBits gives bits 16..63.)
+static Value wgmmaDescriptor(OpBuilder &b, Location loc, Value addr, uint64_t high) {
+  Value start = b.create<arith::AndIOp>(
+      loc, b.create<arith::ShRUIOp>(loc, addr, b.create<arith::ConstantIntOp>(loc, b.getI32Type(), 4)),
+      b.create<arith::ConstantIntOp>(loc, b.getI32Type(), 0x3FFF));
+  Value start64 = b.create<arith::ExtUIOp>(loc, b.getI64Type(), start);
+  return b.create<arith::OrIOp>(loc, start64,
+                                b.create<arith::ConstantIntOp>(loc, b.getI64Type(), (int64_t)high));
+}
+
+Value KernelBuilder::fenceAccumulator(Value acc) {
+  // An empty asm that "rewrites" every accumulator register: LLVM cannot move
+  // reads of the accumulators above it (and so above the wgmma wait before it),
+  // which would make ptxas serialise the wgmma pipeline (C7514).
+  int64_t n = BN / 2;
+  SmallVector<Value> regs;
+  for (int64_t r = 0; r < n; ++r)
+    regs.push_back(b.create<LLVM::ExtractValueOp>(loc, acc, r));
+  std::string cons;
+  for (int64_t r = 0; r < n; ++r)
+    cons += (r ? ",=f" : "=f");
+  for (int64_t r = 0; r < n; ++r)
+    cons += "," + std::to_string(r);
+  auto asmOp = b.create<LLVM::InlineAsmOp>(
+      loc, acc.getType(), regs, "", cons, /*has_side_effects=*/true, /*is_align_stack=*/false,
+      LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr{}, ArrayAttr{});
+  return asmOp.getResult(0);
+}
+
+Value KernelBuilder::zeroAccumulator() {
+  auto accTy = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(BN / 2, b.getF32Type()));
+  Value acc = b.create<LLVM::PoisonOp>(loc, accTy);
+  Value zero = b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(0.0f));
+  for (int64_t r = 0; r < BN / 2; ++r)
+    acc = b.create<LLVM::InsertValueOp>(loc, acc, zero, r);
+  return acc;
+}
+
+SmallVector<Value> KernelBuilder::wgmmaStage(ArrayRef<Value> accs, Value s, Value rowBlock) {
+  Value bBase = smemAddr(b.create<arith::AddIOp>(
+      loc, i32(bOff), b.create<arith::MulIOp>(loc, s, i32(bBytes))));
+  StringRef wgmmaType = elt.isBF16() ? "bf16" : "f16";
+  SmallVector<Value> out(accs);
+  b.create<hopper::WgmmaFenceOp>(loc);
+  for (auto [i, acc] : llvm::enumerate(out)) {
+    // The 64-row block of A: offset(64, 0) bytes per block in either layout
+    // (64 K-major rows, or 64 * eltBytes / rowBytes MN-major boxes).
+    Value aBase = smemAddr(b.create<arith::AddIOp>(
+        loc, b.create<arith::MulIOp>(loc, s, i32(aBytes)),
+        b.create<arith::MulIOp>(loc, b.create<arith::AddIOp>(loc, rowBlock, i32(i)),
+                                i32(aLayout.offset(64, 0)))));
+    for (int64_t kk = 0; kk < BK / 16; ++kk) {
+      // A k16 step: +32 B inside a K-major swizzle row, the next box of a
+      // narrower K-major row, or 16 rows further in an MN-major box.
+      Value da = wgmmaDescriptor(
+          b, loc, b.create<arith::AddIOp>(loc, aBase, i32(aLayout.offset(0, kk * 16))),
+          aLayout.descriptorHighBits());
+      Value db = wgmmaDescriptor(
+          b, loc, b.create<arith::AddIOp>(loc, bBase, i32(bLayout.offset(0, kk * 16))),
+          bLayout.descriptorHighBits());
+      // wgmma's transpose immediates: an M-major A, an N-major B.
+      acc = b.create<hopper::WgmmaOp>(loc, da, db, acc, ArrayRef<int64_t>{64, BN, 16}, wgmmaType,
+                                      aLayout.mnMajor, bLayout.mnMajor);
+    }
+  }
+  b.create<hopper::WgmmaCommitOp>(loc);
+  return out;
+}
+
+SmallVector<Value> KernelBuilder::consumeStage(Value it, ArrayRef<Value> accs, Value rowBlock) {
+  // Rule 3: read stage it % stages once its full barrier reached the parity of
+  // fill number it / stages.
+  Value s = b.create<arith::RemUIOp>(loc, it, i32(stages));
+  Value ph = b.create<arith::AndIOp>(loc, b.create<arith::DivUIOp>(loc, it, i32(stages)), i32(1));
+  mbarrierWait(fullBar(s), ph, "full", s);
+  SmallVector<Value> out = wgmmaStage(accs, s, rowBlock);
+  // Keep waitDepth (1) wgmma groups in flight: the group of position it - 1
+  // has retired (hopper.mma_schedule).
+  b.create<hopper::WgmmaWaitOp>(loc, waitDepth);
+  return out;
+}
+} // namespace mlir::tessel::lowering
