@@ -767,6 +767,41 @@ value broadcast(value tile, std::span<const std::int64_t> dims,
                                         llvm::ArrayRef<int64_t>(dims.data(), dims.size())));
 }
 
+value reduce(reduce_op op, value tile, int axis, loc l) {
+  Session &s = session("reduce");
+  Value v = s.get(tile, "reduce", l);
+  RankedTensorType t = s.tileType(v, "reduce", l);
+  if (t.getRank() != 2)
+    s.fail(l, "reduction: ts::sum / ts::max / ts::amax reduce a 2-d tile, got " + str(t));
+  if (axis < 0 || axis > 1)
+    s.fail(l, "reduction: axis " + std::to_string(axis) +
+                  " is out of range for a 2-d tile (ts::axis<1> reduces each row, ts::axis<0> "
+                  "each column)");
+  if (!isa<FloatType>(t.getElementType()))
+    s.fail(l, "reduction: needs a floating-point tile, got " + str(t));
+  auto type = RankedTensorType::get({t.getDimSize(1 - axis)}, s.builder.getF32Type());
+  tir::ReduceKind kind = op == reduce_op::sum   ? tir::ReduceKind::sum
+                         : op == reduce_op::max ? tir::ReduceKind::max
+                                                : tir::ReduceKind::amax;
+  return s.put(tir::ReduceOp::create(s.builder, s.loc(l), type, v, kind,
+                                     static_cast<int32_t>(axis)));
+}
+
+void store_combine(value tensor, std::span<const value> offsets, value reduced, loc l) {
+  Session &s = session("reduce_into");
+  Value ref = s.get(tensor, "reduce_into", l);
+  if (!isa<tir::RefType>(ref.getType()))
+    s.fail(l, "reduce_into: expected a kernel tensor, got " + str(ref.getType()));
+  Value v = s.get(reduced, "reduce_into", l);
+  if (!v.getDefiningOp<tir::ReduceOp>())
+    s.fail(l, "reduce_into: the value must be a reduction (ts::sum / ts::max / ts::amax)");
+  SmallVector<Value> offs;
+  for (value o : offsets)
+    offs.push_back(s.get(o, "reduce_into", l));
+  auto store = tir::StoreOp::create(s.builder, s.loc(l), v, ref, offs);
+  store.setCombine(true);
+}
+
 value cast(value v, dtype to, loc l) {
   Session &s = session("cast");
   Value x = s.get(v, "cast", l);

@@ -27,6 +27,12 @@
 //      stores of the warp-specialized schedules).
 //   3. "register_pairs" (tma): two adjacent columns of a fragment per store.
 //   4. "fragments" (multistage): from the mma.sync C fragments.
+//   5. "reduce_atomic" (every schedule): a `tessel.store {combine}` of a
+//      tessel.reduce of the accumulator tile. Each thread reduces its
+//      fragment registers of a row (column), the lanes that share the row
+//      (column) combine theirs with shuffles, and one lane per warp combines
+//      the warp's partial into global memory with an atomic (red.add.f32;
+//      max / amax as integer max / min on the f32 bits). Never staged.
 // The fixup: with a stream-K tile scheduler, a tile whose k-range is split
 // across CTAs is summed through the workspace before its epilogue runs
 // (StreamK.cpp); "none" otherwise.
@@ -73,6 +79,17 @@ LogicalResult lowerEpilogue(plan::ScheduledGemm &g) {
     auto store = dyn_cast<StoreOp>(op);
     if (!store)
       continue;
+    if (store.getCombine()) {
+      auto reduce = store.getValue().getDefiningOp<ReduceOp>();
+      auto src = cast<RankedTensorType>(reduce.getSrc().getType());
+      if (src.getDimSize(0) != tile[0] || src.getDimSize(1) != tile[1])
+        return reduce.emitError() << "a reduction after the mainloop reduces a " << tile[0]
+                                  << "x" << tile[1]
+                                  << " tile (the accumulator's shape), got " << src.getDimSize(0)
+                                  << "x" << src.getDimSize(1);
+      store->setAttr(kStoreAttr, StringAttr::get(g.fn.getContext(), "reduce_atomic"));
+      continue;
+    }
     StringRef path = multistage                   ? "fragments"
                      : g.kind() == ScheduleKind::tma ? "register_pairs"
                      : stageable(store, tile)        ? "tma_store"

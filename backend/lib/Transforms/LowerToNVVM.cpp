@@ -309,6 +309,10 @@ FailureOr<Value> KernelBuilder::element(Value v, ArrayRef<Value> coords) {
   }
   if (auto tr = dyn_cast<TransOp>(op))
     return element(tr.getSrc(), {coords[1], coords[0]});
+  if (isa<ReduceOp>(op))
+    return op->emitError("the result of a reduction (ts::sum / ts::max / ts::amax) can only be "
+                         "stored with reduce_into"),
+           failure();
   if (auto load = dyn_cast<LoadOp>(op)) {
     if (gemm && load->getParentOp() == gemm->loop)
       return load.emitError("tiles loaded in the mainloop can only feed the dot"), failure();
@@ -523,6 +527,10 @@ LogicalResult KernelBuilder::emitStores(function_ref<LogicalResult(StoreOp)> per
 LogicalResult KernelBuilder::buildElementwise() {
   kernel->setAttr("nvvm.reqntid", b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
   return emitStores([&](StoreOp store) -> LogicalResult {
+    if (store.getCombine())
+      return store.emitError("reductions (ts::sum / ts::max / ts::amax) are supported in GEMM "
+                             "epilogues only, not in kernels without a ts::dot"),
+             failure();
     auto ty = cast<RankedTensorType>(store.getValue().getType());
     int64_t numel = ty.getNumElements();
     for (int64_t r = 0; r * threads < numel; ++r) {

@@ -39,4 +39,5 @@
 #include "tessel/ops/math.hpp"
 #include "tessel/ops/program.hpp"
 #include "tessel/ops/range.hpp"
+#include "tessel/ops/reduce.hpp"
 #include "tessel/ops/tensor.hpp"

@@ -76,3 +76,53 @@ func.func @order() attributes {a = #tessel.schedule<kind = tma, tile = [128, 128
 
 // expected-error @+1 {{unknown schedule kind 'fast'}}
 func.func @kind() attributes {a = #tessel.schedule<kind = fast, tile = [128, 128, 64], stages = 4, warpgroups = 1, swizzle = 128>} { return }
+
+// -----
+
+func.func @reduce_axis(%y: tensor<128x256xf32>) {
+  // expected-error @+1 {{axis 2 is out of range for a 2-d tile (axis 1 reduces each row to one value, axis 0 each column)}}
+  %r = tessel.reduce %y, sum, 2 : tensor<128x256xf32> -> tensor<128xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_rank(%y: tensor<128xf32>) {
+  // expected-error @+1 {{reduces a 2-d tile, got a tile of rank 1}}
+  %r = tessel.reduce %y, sum, 0 : tensor<128xf32> -> tensor<1xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_result(%y: tensor<128x256xf32>) {
+  // expected-error @+1 {{result must be tensor<128xf32> (axis 1 of a 128x256 tile removed)}}
+  %r = tessel.reduce %y, max, 1 : tensor<128x256xf32> -> tensor<256xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_int(%y: tensor<128x256xi32>) {
+  // expected-error @+1 {{reduces a floating-point tile, got 'i32'}}
+  %r = tessel.reduce %y, max, 1 : tensor<128x256xi32> -> tensor<128xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_plain_store(%y: tensor<128x256xf32>, %V: !tessel.ref<1 x f32>, %i: index) {
+  // expected-error @+1 {{the result of a reduction can only be stored with `tessel.store ... {combine}`}}
+  %r = tessel.reduce %y, sum, 1 : tensor<128x256xf32> -> tensor<128xf32>
+  // expected-note @+1 {{used here}}
+  tessel.store %r, %V[%i] : tensor<128xf32>, !tessel.ref<1 x f32>
+  return
+}
+
+// -----
+
+func.func @combine_without_reduce(%v: tensor<128xf32>, %V: !tessel.ref<1 x f32>, %i: index) {
+  // expected-error @+1 {{`combine` stores the result of a tessel.reduce}}
+  tessel.store %v, %V[%i] {combine} : tensor<128xf32>, !tessel.ref<1 x f32>
+  return
+}

@@ -56,3 +56,19 @@ func.func @scheduled_optional() attributes {
     d = #tessel.schedule<kind = pingpong, tile = [128, 128, 64], stages = 4, warpgroups = 2, swizzle = 32, cluster = [1, 2], raster = 16, stream_k = 1>} {
   return
 }
+
+// Reductions: one value per row (axis 1) or per column (axis 0), stored with {combine}.
+// CHECK-LABEL: func.func @reduce
+// CHECK: %[[R:.*]] = tessel.reduce %{{.*}}, amax, 1 : tensor<128x256xf32> -> tensor<128xf32>
+// CHECK: tessel.store %[[R]], %{{.*}}[%{{.*}}] {combine} : tensor<128xf32>, !tessel.ref<1 x f32>
+// CHECK: tessel.reduce %{{.*}}, sum, 0 : tensor<128x256xbf16> -> tensor<256xf32>
+// CHECK: tessel.reduce %{{.*}}, max, 0
+func.func @reduce(%y: tensor<128x256xf32>, %h: tensor<128x256xbf16>, %V: !tessel.ref<1 x f32>, %i: index) {
+  %r = tessel.reduce %y, amax, 1 : tensor<128x256xf32> -> tensor<128xf32>
+  tessel.store %r, %V[%i] {combine} : tensor<128xf32>, !tessel.ref<1 x f32>
+  %s = tessel.reduce %h, sum, 0 : tensor<128x256xbf16> -> tensor<256xf32>
+  tessel.store %s, %V[%i] {combine} : tensor<256xf32>, !tessel.ref<1 x f32>
+  %m = tessel.reduce %y, max, 0 : tensor<128x256xf32> -> tensor<256xf32>
+  tessel.store %m, %V[%i] {combine} : tensor<256xf32>, !tessel.ref<1 x f32>
+  return
+}

@@ -156,8 +156,40 @@ LogicalResult LoadOp::verify() {
 }
 
 LogicalResult StoreOp::verify() {
-  return verifyTileAccess(*this, getRef().getType(), getOffsets().size(),
-                          cast<RankedTensorType>(getValue().getType()));
+  if (failed(verifyTileAccess(*this, getRef().getType(), getOffsets().size(),
+                              cast<RankedTensorType>(getValue().getType()))))
+    return failure();
+  if (getCombine() && !getValue().getDefiningOp<ReduceOp>())
+    return emitOpError("`combine` stores the result of a tessel.reduce");
+  return success();
+}
+
+LogicalResult ReduceOp::verify() {
+  auto s = cast<RankedTensorType>(getSrc().getType());
+  auto r = cast<RankedTensorType>(getResult().getType());
+  if (s.getRank() != 2)
+    return emitOpError() << "reduces a 2-d tile, got a tile of rank " << s.getRank();
+  int64_t axis = getAxis();
+  if (axis < 0 || axis > 1)
+    return emitOpError() << "axis " << axis
+                         << " is out of range for a 2-d tile (axis 1 reduces each row to one "
+                            "value, axis 0 each column)";
+  if (!isa<FloatType>(s.getElementType()))
+    return emitOpError() << "reduces a floating-point tile, got " << s.getElementType();
+  int64_t kept = s.getDimSize(1 - axis);
+  if (r.getRank() != 1 || r.getDimSize(0) != kept || !r.getElementType().isF32())
+    return emitOpError() << "result must be tensor<" << kept << "xf32> (axis " << axis
+                         << " of a " << s.getDimSize(0) << "x" << s.getDimSize(1)
+                         << " tile removed)";
+  for (Operation *user : getResult().getUsers()) {
+    auto store = dyn_cast<StoreOp>(user);
+    if (!store || !store.getCombine() || store.getValue() != getResult())
+      return emitOpError("the result of a reduction can only be stored with `tessel.store "
+                         "... {combine}` (it is one program instance's partial)")
+                 .attachNote(user->getLoc())
+             << "used here";
+  }
+  return success();
 }
 
 LogicalResult DotOp::verify() {

@@ -14,6 +14,9 @@
 //     ==> per 64 x 128-byte chunk: hopper.tma.store.wait 1 read,
 //         hopper.stmatrix into the swizzled staging buffer, hopper.fence.proxy_async,
 //         hopper.tma.store (rules E1-E3 below)
+//   tessel.store %r, %V[%m] {combine, hopper.store = "reduce_atomic"}
+//     ==> a tessel.reduce on the fragments: per thread, shuffles, one atomic
+//         per row (column) and warp (emitReduceStore, "Reductions" below)
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +24,9 @@
 #include "tessel/Transforms/Passes.h"
 
 #include "KernelBuilder.h"
+
+#include <limits>
+#include <map>
 
 using namespace mlir;
 using namespace mlir::tessel;
@@ -41,6 +47,8 @@ LogicalResult KernelBuilder::emitRegisterStore(StoreOp store, Value accFinal, Va
       b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, warp, i32(16)),
                               b.create<arith::DivUIOp>(loc, lane, i32(4))));
   Value colBase = b.create<arith::MulIOp>(loc, b.create<arith::RemUIOp>(loc, lane, i32(4)), i32(2));
+  if (storePath(store) == "reduce_atomic")
+    return emitReduceStore(store, {accFinal}, wgmmaFragments(1), rowBase, colBase, lane);
   {
     auto ty = cast<RankedTensorType>(store.getValue().getType());
     if (ty.getRank() != 2 || ty.getDimSize(0) != BM || ty.getDimSize(1) != BN)
@@ -276,6 +284,19 @@ LogicalResult KernelBuilder::emitConsumerEpilogue(ArrayRef<Value> accs, Value fi
   Value sequence = b.create<arith::MulIOp>(loc, tileIter, i32(perTile));
   int64_t q = 0;
   return emitStores([&](StoreOp store) -> LogicalResult {
+    if (storePath(store) == "reduce_atomic") {
+      // All of this warpgroup's row blocks at once: one atomic per warp and
+      // row (column) of the tile.
+      Value warp = b.create<arith::DivUIOp>(loc, inWg, i32(32));
+      Value lane = b.create<arith::RemUIOp>(loc, inWg, i32(32));
+      Value rowBase = b.create<arith::AddIOp>(
+          loc, b.create<arith::MulIOp>(loc, firstRowBlock, i32(64)),
+          b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, warp, i32(16)),
+                                  b.create<arith::DivUIOp>(loc, lane, i32(4))));
+      Value colBase =
+          b.create<arith::MulIOp>(loc, b.create<arith::RemUIOp>(loc, lane, i32(4)), i32(2));
+      return emitReduceStore(store, accs, wgmmaFragments(accs.size()), rowBase, colBase, lane);
+    }
     auto it = llvm::find_if(tma, [&](const TmaParam &t) { return t.store == store; });
     for (auto [i, acc] : llvm::enumerate(accs)) {
       Value rowBlock = b.create<arith::AddIOp>(loc, firstRowBlock, i32(i));
@@ -296,4 +317,187 @@ LogicalResult KernelBuilder::emitConsumerEpilogue(ArrayRef<Value> accs, Value fi
     return success();
   });
 }
+
+//===----------------------------------------------------------------------===//
+// Reductions in the epilogue (docs/reductions.md)
+//===----------------------------------------------------------------------===//
+//
+// `V.reduce_into({m}, ts::amax(y, ts::axis<1>))` is a tessel.reduce of an
+// expression of the accumulator tile, stored with {combine}. In both
+// accumulator layouts (wgmma, mma.sync) the 4 lanes of a quad (lane / 4
+// equal) hold the columns 2 (lane % 4) + {0, 1} + 8j of the same rows, and
+// the 8 quads of a warp hold 8 consecutive rows (+ 8, + 16 ...). So:
+//   1. each thread evaluates its fragments' elements, leaves out those
+//      outside the GEMM's M x N along the reduced axis (the identity takes
+//      their place: 0 for sum, -inf for max, 0 for amax), and combines the
+//      elements of each row (axis 1) or column (axis 0) it holds;
+//   2. shuffles combine a row over the quad (xor 1, 2), a column over the
+//      quads (xor 4, 8, 16);
+//   3. lane 0 of the quad (row) or lanes 0..3 (column) combine the warp's
+//      partial into global memory, bounds-checked like any store:
+//      sum: atomic f32 add (red.global.add.f32; the order of the adds is not
+//      fixed); amax: atomic signed max on the f32 bits (non-negative floats
+//      order like their bits; +NaN is above +inf); max: the same for x >= 0
+//      (sign bit clear), atomic unsigned min on the bits for x < 0 (negative
+//      floats order inversely to their bits, and every one is above the bits
+//      of any non-negative float). max and amax are therefore exact and
+//      deterministic; NaN propagates (maximumf gives +NaN).
+// Stream-K: the finisher runs the epilogue on the summed tile, contributors
+// run none, so a reduction sees whole-tile values.
+
+FailureOr<std::pair<Value, Value>> KernelBuilder::gemmTileLimits() {
+  auto limit = [&](const GemmOperand &o, bool isB) -> FailureOr<Value> {
+    // The dot sees A as BM x BK and B as BK x BN: M (N) is the loaded tile's
+    // first dimension, unless the dot sees the load transposed (for A) or
+    // untransposed (for B).
+    int64_t rank = o.refType().getRank();
+    bool first = isB ? o.transposed : !o.transposed;
+    int64_t d = first ? rank - 2 : rank - 1;
+    auto off = scalar(o.offsets()[d]);
+    if (failed(off))
+      return failure();
+    Value size = refs[o.argIndex].sizes[d];
+    Value lim = b.create<arith::SubIOp>(loc, size,
+                                        b.create<arith::ExtSIOp>(loc, b.getI64Type(), *off));
+    // Clamp to i32 (a tile far past the edge: negative, nothing inside).
+    lim = b.create<arith::MaxSIOp>(loc, lim, i64(-1));
+    lim = b.create<arith::MinSIOp>(loc, lim, i64(INT32_MAX));
+    return b.create<arith::TruncIOp>(loc, b.getI32Type(), lim).getResult();
+  };
+  auto rows = limit(gemm->a, /*isB=*/false);
+  auto cols = limit(gemm->b, /*isB=*/true);
+  if (failed(rows) || failed(cols))
+    return failure();
+  return std::pair(*rows, *cols);
+}
+
+SmallVector<KernelBuilder::FragmentElement>
+KernelBuilder::wgmmaFragments(int64_t rowBlocks) const {
+  // wgmma m64nN: register r of a thread is at row 8 * ((r % 4) / 2),
+  // column 8 * (r / 4) + r % 2 from its base in the 64-row block.
+  SmallVector<FragmentElement> frags;
+  for (int64_t i = 0; i < rowBlocks; ++i)
+    for (int64_t r = 0; r < BN / 2; ++r)
+      frags.push_back({i, r, 64 * i + 8 * ((r % 4) / 2), 8 * (r / 4) + r % 2});
+  return frags;
+}
+
+LogicalResult KernelBuilder::emitReduceStore(StoreOp store, ArrayRef<Value> accs,
+                                             ArrayRef<FragmentElement> frags, Value rowBase,
+                                             Value colBase, Value lane) {
+  auto reduce = store.getValue().getDefiningOp<ReduceOp>();
+  if (!gemm)
+    return store.emitError("reductions (ts::sum / ts::max / ts::amax) are supported in GEMM "
+                           "epilogues only"),
+           failure();
+  auto limits = gemmTileLimits();
+  if (failed(limits))
+    return failure();
+  auto [rowLimit, colLimit] = *limits;
+  const int64_t axis = reduce.getAxis();
+  const ReduceKind kind = reduce.getKind();
+  Type f32 = b.getF32Type();
+  auto f32Const = [&](float v) {
+    return b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(v)).getResult();
+  };
+  Value identity = f32Const(kind == ReduceKind::max ? -std::numeric_limits<float>::infinity() : 0.0f);
+  auto combine = [&](Value x, Value y) -> Value {
+    if (kind == ReduceKind::sum)
+      return b.create<arith::AddFOp>(loc, x, y);
+    return b.create<arith::MaximumFOp>(loc, x, y);
+  };
+
+  auto offsets = offsetScalars(store.getOffsets());
+  if (failed(offsets))
+    return failure();
+  unsigned arg = cast<BlockArgument>(store.getRef()).getArgNumber();
+  RefParams &r = refs[arg];
+  Value leader = axis == 1
+                     ? b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                                               b.create<arith::RemUIOp>(loc, lane, i32(4)), i32(0))
+                     : b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, lane, i32(4));
+  SmallVector<int64_t> xors = axis == 1 ? SmallVector<int64_t>{1, 2} : SmallVector<int64_t>{4, 8, 16};
+
+  // The rows (columns) this thread holds, in batches: a column reduction of
+  // a wide tile would otherwise keep BN / 4 partials live at once. Within a
+  // batch, all accumulators' elements of a row (column) are combined before
+  // the shuffles, so that one atomic per warp covers every row block.
+  constexpr size_t kBatch = 8;
+  SmallVector<int64_t> keys;
+  for (const FragmentElement &f : frags)
+    keys.push_back(axis == 1 ? f.row : f.col);
+  llvm::sort(keys);
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  for (size_t first = 0; first < keys.size(); first += kBatch) {
+    ArrayRef<int64_t> batch = ArrayRef(keys).slice(first, std::min(kBatch, keys.size() - first));
+    // 1. This thread's elements of the batch's rows (columns).
+    std::map<int64_t, Value> partial;
+    for (const FragmentElement &f : frags) {
+      int64_t key = axis == 1 ? f.row : f.col;
+      if (!llvm::is_contained(batch, key))
+        continue;
+      Value row = b.create<arith::AddIOp>(loc, rowBase, i32(f.row));
+      Value col = b.create<arith::AddIOp>(loc, colBase, i32(f.col));
+      accRegister = b.create<LLVM::ExtractValueOp>(loc, accs[f.acc], f.reg);
+      auto e = element(reduce.getSrc(), {row, col});
+      if (failed(e))
+        return failure();
+      Value x = *e;
+      if (x.getType() != f32)
+        x = b.create<arith::ExtFOp>(loc, f32, x);
+      if (kind == ReduceKind::amax)
+        x = b.create<math::AbsFOp>(loc, x);
+      Value inside = axis == 1
+                         ? b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, col, colLimit)
+                         : b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, row, rowLimit);
+      x = b.create<arith::SelectOp>(loc, inside, x, identity);
+      auto [it, inserted] = partial.try_emplace(key, x);
+      if (!inserted)
+        it->second = combine(it->second, x);
+    }
+
+    // 2. Across the lanes that share a row (column).
+    for (auto &[key, v] : partial)
+      for (int64_t x : xors) {
+        Value other = b.create<NVVM::ShflOp>(loc, f32, i32(-1), v, i32(x), i32(0x1f),
+                                             NVVM::ShflKind::bfly, UnitAttr());
+        v = combine(v, other);
+      }
+
+    // 3. One lane per row (column) and warp combines into global memory.
+    auto ifLeader = b.create<scf::IfOp>(loc, TypeRange{}, leader, /*withElse=*/false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(ifLeader.thenBlock());
+    for (auto &[key, v] : partial) {
+      Value at = b.create<arith::AddIOp>(loc, axis == 1 ? rowBase : colBase, i32(key));
+      auto [linear, inBounds] = address(arg, *offsets, {at});
+      auto ifIn = b.create<scf::IfOp>(loc, TypeRange{}, inBounds, /*withElse=*/false);
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(ifIn.thenBlock());
+      Value p = b.create<LLVM::GEPOp>(loc, r.ptr.getType(), r.elementType, r.ptr, linear);
+      if (kind == ReduceKind::sum) {
+        b.create<LLVM::AtomicRMWOp>(loc, LLVM::AtomicBinOp::fadd, p, v,
+                                    LLVM::AtomicOrdering::monotonic);
+        continue;
+      }
+      Value bits = b.create<LLVM::BitcastOp>(loc, b.getI32Type(), v);
+      if (kind == ReduceKind::amax) {
+        b.create<LLVM::AtomicRMWOp>(loc, LLVM::AtomicBinOp::max, p, bits,
+                                    LLVM::AtomicOrdering::monotonic);
+        continue;
+      }
+      Value nonNegative = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, bits, i32(0));
+      auto ifSign = b.create<scf::IfOp>(loc, TypeRange{}, nonNegative, /*withElse=*/true);
+      OpBuilder::InsertionGuard g3(b);
+      b.setInsertionPointToStart(ifSign.thenBlock());
+      b.create<LLVM::AtomicRMWOp>(loc, LLVM::AtomicBinOp::max, p, bits,
+                                  LLVM::AtomicOrdering::monotonic);
+      b.setInsertionPointToStart(ifSign.elseBlock());
+      b.create<LLVM::AtomicRMWOp>(loc, LLVM::AtomicBinOp::umin, p, bits,
+                                  LLVM::AtomicOrdering::monotonic);
+    }
+  }
+  return success();
+}
+
 } // namespace mlir::tessel::lowering

@@ -180,6 +180,29 @@ private:
   /// emitEpilogue for one store.
   LogicalResult emitRegisterStore(StoreOp store, Value accFinal, Value rowBlock, Value inWg);
 
+  // ---- reductions in the epilogue (path "reduce_atomic") --------------------
+  /// Register `reg` of accumulator `acc` (of the ones a thread holds) is the
+  /// tile element at (rowBase + row, colBase + col), the bases being the
+  /// thread's.
+  struct FragmentElement {
+    int64_t acc, reg, row, col;
+  };
+  /// The wgmma fragments of `rowBlocks` consecutive 64-row blocks, one
+  /// accumulator each.
+  SmallVector<FragmentElement> wgmmaFragments(int64_t rowBlocks) const;
+  /// A `tessel.store {combine}` of a tessel.reduce of the accumulator tile,
+  /// from the fragments `frags` of `accs` (every lane of the warp runs it):
+  /// per thread, per row (axis 1) or column (axis 0) of its fragments; then
+  /// shuffles among the lanes that share it (lane % 4 for a row, lane / 4
+  /// for a column, the layout of both wgmma and mma.sync); then one atomic
+  /// per row (column) and warp into the output vector.
+  LogicalResult emitReduceStore(StoreOp store, ArrayRef<Value> accs,
+                                ArrayRef<FragmentElement> frags, Value rowBase, Value colBase,
+                                Value lane);
+  /// Rows and columns (i32, from the tile's origin) of the accumulator tile
+  /// inside the GEMM's M x N: what a reduction covers.
+  FailureOr<std::pair<Value, Value>> gemmTileLimits();
+
   // ---- TMA-store epilogue of the warp-specialized schedules ----------------
   /// Stores after the mainloop that go through shared memory and a TMA store:
   /// BM x BN tiles of a 2-d tensor of 16- or 32-bit elements, BN a multiple

@@ -542,6 +542,16 @@ LogicalResult KernelBuilder::msEpilogue(const MultistagePlan &p, Value acc) {
   Value rowBase = b.create<arith::AddIOp>(loc, p.warpRow, g);
   Value colBase = b.create<arith::AddIOp>(loc, p.warpCol, t2);
   return emitStores([&](StoreOp store) -> LogicalResult {
+    if (storePath(store) == "reduce_atomic") {
+      // C fragment of tile (mi, ni): register 2h + e at row 16 mi + 8 h,
+      // column 8 ni + e from the thread's base.
+      SmallVector<FragmentElement> frags;
+      for (int64_t mi = 0; mi < p.mTiles(); ++mi)
+        for (int64_t ni = 0; ni < p.nTiles(); ++ni)
+          for (int64_t i = 0; i < 4; ++i)
+            frags.push_back({0, p.accIndex(mi, ni, i), 16 * mi + 8 * (i / 2), 8 * ni + i % 2});
+      return emitReduceStore(store, {acc}, frags, rowBase, colBase, p.lane);
+    }
     auto ty = cast<RankedTensorType>(store.getValue().getType());
     if (ty.getRank() != 2 || ty.getDimSize(0) != BM || ty.getDimSize(1) != BN)
       return store.emitError() << "after the mainloop, stores must be " << BM << "x" << BN

@@ -36,6 +36,7 @@ enum class unary_op : std::uint8_t { neg, exp, exp2, log, sqrt, rsqrt, abs, tanh
                                       erf, gelu_erf };
 enum class binary_op : std::uint8_t { add, sub, mul, div, rem, min, max };
 enum class compare_op : std::uint8_t { eq, ne, lt, le, gt, ge };
+enum class reduce_op : std::uint8_t { sum, max, amax };
 
 // ---- session ----------------------------------------------------------------------------
 /// Starts tracing kernel `name`; one session per thread at a time.
@@ -82,6 +83,11 @@ TESSEL_API value trans(value tile, loc l);
 TESSEL_API value broadcast(value tile, std::span<const std::int64_t> dims,
                            std::span<const std::int64_t> shape, loc l);
 TESSEL_API value cast(value v, dtype to, loc l);
+/// Reduces a 2-d floating-point tile along `axis` (0 or 1) to a 1-d f32 tile (tessel.reduce).
+TESSEL_API value reduce(reduce_op op, value tile, int axis, loc l);
+/// Stores the partial `reduced` (a `reduce` result) at `offsets` of `tensor`, combining it with
+/// the tensor's elements (tessel.store {combine}).
+TESSEL_API void store_combine(value tensor, std::span<const value> offsets, value reduced, loc l);
 
 // ---- traced loops with automatic loop-carried values -----------------------------------
 /// A mutable variable slot (a DSL tile or scalar variable). Loops carry the slots that their

@@ -65,9 +65,16 @@ TESSEL_NUMERIC_UNARY(relu, relu)
 
 /// Elementwise maximum / minimum of two tiles, or of a tile and a scalar (`ts::max(x, 0.0f)`).
 /// On floats NaN propagates (arith.maximumf / arith.minimumf). (On two indices: core/index.hpp.)
+/// `ts::max(x, 1)` with an integer constant would read like a reduction along axis 1: it is a
+/// static_assert (write ts::max(x, 1.0f), or ts::max(x, ts::axis<1>) for the reduction:
+/// ops/reduce.hpp).
 template <class A, class B>
   requires detail::elementwise_operands<A, B>
 auto max(const A& a, const B& b, std::source_location loc = std::source_location::current()) {
+  static_assert(!(detail::expr_like<A> && (detail::host_int<B> || detail::static_int<B>)),
+                "max: ts::max(x, <integer constant>) is ambiguous; write ts::max(x, ts::axis<1>) "
+                "for a reduction along an axis, ts::max(x, 1.0f) for the elementwise maximum with "
+                "a constant");
   return detail::make_binary<trace::binary_op::max>(detail::to_node(a), detail::to_node(b),
                                                     detail::to_loc(loc));
 }

@@ -27,6 +27,7 @@
 #include "tessel/core/scalar.hpp"
 #include "tessel/expr/tile.hpp"
 #include "tessel/ops/creation.hpp"
+#include "tessel/ops/reduce.hpp"
 
 namespace tessel {
 
@@ -106,6 +107,34 @@ public:
     for (std::size_t i = 0; i < N; ++i) offs[i] = offsets[i].materialize(l);
     trace::value v = detail::materialize(detail::to_node(value), l);
     trace::store(ref_, offs, v, l);
+  }
+
+  /// A reduction is not stored with `store`: see reduce_into.
+  template <std::size_t N, trace::reduce_op Op, int Axis, class E>
+  void store(const offset (&)[N], const reduction<Op, Axis, E>&,
+             std::source_location = std::source_location::current()) const {
+    static_assert(sizeof(E) == 0,
+                  "store: a reduction (ts::sum / ts::max / ts::amax) is one program instance's "
+                  "partial; write V.reduce_into({m}, r), which combines the partials of every "
+                  "program instance");
+  }
+
+  /// Combines the partial `r` of a reduction (ts::sum / ts::max / ts::amax) into the vector at
+  /// `offsets`: element i of r is added to (sum) or max-ed into (max, amax) element
+  /// offsets + i; elements outside the tensor are dropped. The tensor must be f32 and hold the
+  /// reduction's identity before the launch (0 for sum and amax, -inf for max), or values to
+  /// combine with (docs/reductions.md).
+  template <std::size_t N, trace::reduce_op Op, int Axis, class E>
+  void reduce_into(const offset (&offsets)[N], const reduction<Op, Axis, E>& r,
+                   std::source_location loc = std::source_location::current()) const {
+    static_assert(N == Rank, "reduce_into: the number of offsets must equal the tensor rank");
+    static_assert(std::is_same_v<T, f32>,
+                  "reduce_into: reductions are combined in f32; the output must be a "
+                  "ts::tensor<ts::f32, ...>");
+    trace::loc l = detail::to_loc(loc);
+    trace::value offs[N];
+    for (std::size_t i = 0; i < N; ++i) offs[i] = offsets[i].materialize(l);
+    trace::store_combine(ref_, offs, r.emit(l), l);
   }
 
   /// The traced `!tessel.ref` argument.

@@ -90,9 +90,22 @@ def Tessel_StoreOp : Tessel_Op<"store", [MemoryEffects<[MemWrite]>]> {
     ```mlir
     tessel.store %c, %C[%m, %n] : tensor<128x256xbf16>, !tessel.ref<2 x bf16>
     ```
+
+    With `combine`, the store writes a partial result of a reduction
+    (`value` is a `tessel.reduce`): each element is combined into the
+    tensor's current element with the reduction's operator (sum: added;
+    max, amax: the larger one is kept), so that the program instances that
+    cover one row or column all contribute. The backend does this with
+    atomics; the tensor must hold the operator's identity (or a value to
+    combine with) before the launch.
+
+    ```mlir
+    %r = tessel.reduce %y, amax, 1 : tensor<128x256xf32> -> tensor<128xf32>
+    tessel.store %r, %V[%m] {combine} : tensor<128xf32>, !tessel.ref<1 x f32>
+    ```
   }];
   let arguments = (ins AnyStaticShapeTensor:$value, Tessel_RefType:$ref,
-                       Variadic<Index>:$offsets);
+                       Variadic<Index>:$offsets, UnitAttr:$combine);
   let assemblyFormat = [{
     $value `,` $ref `[` $offsets `]` attr-dict `:` type($value) `,` qualified(type($ref))
   }];
@@ -167,6 +180,33 @@ def Tessel_SplatOp : Tessel_Op<"splat", [Pure]> {
   let arguments = (ins AnyTypeOf<[AnyFloat, AnySignlessInteger, Index]>:$value);
   let results = (outs AnyStaticShapeTensor:$result);
   let assemblyFormat = "$value attr-dict `:` type($value) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tessel_ReduceOp : Tessel_Op<"reduce", [Pure]> {
+  let summary = "reduce a 2-d tile along one axis (sum, max or max of |x|)";
+  let description = [{
+    Reduces `src` (M x N, floating point) along `axis`, which disappears
+    (as in NumPy): axis 1 gives one value per row (M), axis 0 one per column
+    (N). `sum` adds, `max` keeps the largest element, `amax` the largest
+    absolute value; the result is f32 whatever the source's float type. NaN
+    propagates through all three.
+
+    The result is one program instance's partial: it is only stored, with
+    `tessel.store ... {combine}`, which combines the partials of every
+    instance covering the same rows or columns. In a GEMM epilogue the
+    reduction covers the elements of the tile that lie inside the GEMM's
+    M x N (rows of A, columns of B): the rows and columns that the loads
+    padded with zeros at the edges are left out.
+
+    ```mlir
+    %rowmax = tessel.reduce %y, amax, 1 : tensor<128x256xf32> -> tensor<128xf32>
+    %colsum = tessel.reduce %y, sum, 0 : tensor<128x256xf32> -> tensor<256xf32>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$src, Tessel_ReduceKind:$kind, I32Attr:$axis);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = "$src `,` $kind `,` $axis attr-dict `:` type($src) `->` type($result)";
   let hasVerifier = 1;
 }
 

@@ -36,6 +36,13 @@ def Tessel_ScheduleKind : I32EnumAttr<"ScheduleKind", "GEMM kernel schedule", [
 
 def Tessel_ScheduleKindAttr : EnumAttr<Tessel_Dialect, Tessel_ScheduleKind, "kind">;
 
+def Tessel_ReduceKind : I32EnumAttr<"ReduceKind", "reduction operator of tessel.reduce", [
+    I32EnumAttrCase<"sum", 0>,
+    I32EnumAttrCase<"max", 1>,
+    I32EnumAttrCase<"amax", 2>]> {
+  let cppNamespace = "::mlir::tessel";
+}
+
 def Tessel_ScheduleAttr : AttrDef<Tessel_Dialect, "Schedule"> {
   let mnemonic = "schedule";
   let summary = "how the backend builds the kernel (set by tessel-select-schedule)";
