@@ -57,7 +57,7 @@ ts::kernel compile(const tb::tile_shape& tile, const ts::options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
+  return tb::example_main("tessel-gemm", kUsage, [&]() -> int {
     tb::cli args(argc, argv,
                  {"schedule", "m", "n", "k", "tile", "stages", "cluster", "swizzle", "decomposition", "dump-dir", "iters", "repeats", "warmup-ms",
                   "cublas-algos", "seed"},
@@ -133,31 +133,13 @@ int main(int argc, char** argv) {
     tb::select_fastest_algo(cublas, p, stream, &nvml);
     std::printf("  cuBLASLt: %s\n", cublas.algo_description().c_str());
 
-    tb::compare_config cfg;
-    cfg.check = check;
-    cfg.timing.batch = int(args.i64("iters", 20));
-    cfg.timing.repeats = int(args.i64("repeats", 10));
-    cfg.timing.warmup_ms = args.f64("warmup-ms", 1000);
     tb::output_launch_fn check_launch = [&](void* C, std::int64_t ldc, cudaStream_t s) {
       k.launch(s, grid, ts::view<ts::bf16>(p.A(0), {M, K}), ts::view<ts::bf16>(p.B(0), {N, K}),
                ts::view<ts::bf16>(C, {M, N}, {ldc, 1}));
     };
-    tb::compare_report r = tb::compare_with_cublas(tessel_launch, check_launch, p, cublas, lt, cfg, stream, &nvml);
-    std::cout << tb::format_report(r, "tessel", cfg, &nvml, dev);
+    const int rc = tb::check_and_time(args, check, tessel_launch, check_launch, p, cublas, lt, stream, &nvml, dev,
+                                      "tessel result does not match cuBLASLt");
     cudaStreamDestroy(stream);
-    if (!r.check_ok) {
-      std::printf("FAILED: tessel result does not match cuBLASLt\n");
-      return 1;
-    }
-    return 0;
-  } catch (const tb::usage_error& e) {
-    std::fprintf(stderr, "tessel-gemm: %s\n\n%s", e.what(), kUsage);
-    return 2;
-  } catch (const ts::error& e) {
-    std::fprintf(stderr, "tessel-gemm: tessel error: %s\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tessel-gemm: error: %s\n", e.what());
-    return 1;
-  }
+    return rc;
+  });
 }

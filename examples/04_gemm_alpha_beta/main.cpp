@@ -43,7 +43,7 @@ ts::kernel compile(const tb::tile_shape& tile, const ts::options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
+  return tb::example_main("tessel-gemm-alpha-beta", kUsage, [&]() -> int {
     tb::cli args(argc, argv,
                  {"schedule", "m", "n", "k", "tile", "stages", "alpha", "beta", "decomposition", "cublas-algos",
                   "dump-dir", "iters", "repeats", "warmup-ms", "seed"},
@@ -106,27 +106,9 @@ int main(int argc, char** argv) {
       k.launch(s, grid, ts::view<ts::bf16>(p.A(0), {M, K}), ts::view<ts::bf16>(p.B(0), {N, K}), alpha, beta,
                ts::view<ts::bf16>(p.c0(), {M, N}), ts::view<ts::bf16>(C, {M, N}, {ldc, 1}));
     };
-    tb::compare_config cfg;
-    cfg.check = !args.flag("no-check");
-    cfg.timing.batch = int(args.i64("iters", 20));
-    cfg.timing.repeats = int(args.i64("repeats", 10));
-    cfg.timing.warmup_ms = args.f64("warmup-ms", 1000);
-    tb::compare_report r = tb::compare_with_cublas(tessel_launch, check_launch, p, cublas, lt, cfg, stream, &nvml);
-    std::cout << tb::format_report(r, "tessel", cfg, &nvml, dev);
+    const int rc = tb::check_and_time(args, !args.flag("no-check"), tessel_launch, check_launch, p, cublas, lt, stream, &nvml, dev,
+                                      "tessel result does not match the reference");
     cudaStreamDestroy(stream);
-    if (!r.check_ok) {
-      std::printf("FAILED: tessel result does not match the reference\n");
-      return 1;
-    }
-    return 0;
-  } catch (const tb::usage_error& e) {
-    std::fprintf(stderr, "tessel-gemm-alpha-beta: %s\n\n%s", e.what(), kUsage);
-    return 2;
-  } catch (const ts::error& e) {
-    std::fprintf(stderr, "tessel-gemm-alpha-beta: tessel error: %s\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tessel-gemm-alpha-beta: error: %s\n", e.what());
-    return 1;
-  }
+    return rc;
+  });
 }

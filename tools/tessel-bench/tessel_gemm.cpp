@@ -6,6 +6,8 @@
 #include "cli.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <iostream>
 
 namespace ts = tessel;
 
@@ -219,6 +221,40 @@ int report_dump_dir(ts::kernel& k, const std::string& dir, std::ostream& os) {
     os << "wrote " << f.string() << " (" << fs::file_size(f, ec) << " bytes)\n";
   }
   return int(files.size());
+}
+
+}  // namespace tessel_bench
+
+namespace tessel_bench {
+
+int check_and_time(const cli& args, bool check, const launch_fn& launch, const output_launch_fn& check_launch,
+                   gemm_problem& p, const lt_gemm& cublas, lt_context& lt, cudaStream_t stream,
+                   const nvml_probe* nvml, const device_info& dev, const char* failed) {
+  compare_config cfg;
+  cfg.check = check;
+  cfg.timing.batch = int(args.i64("iters", 20));
+  cfg.timing.repeats = int(args.i64("repeats", 10));
+  cfg.timing.warmup_ms = args.f64("warmup-ms", 1000);
+  compare_report r = compare_with_cublas(launch, check_launch, p, cublas, lt, cfg, stream, nvml);
+  std::cout << format_report(r, "tessel", cfg, nvml, dev);
+  if (r.check_ok) return 0;
+  std::printf("FAILED: %s\n", failed);
+  return 1;
+}
+
+int example_main(const char* program, const char* usage, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const usage_error& e) {
+    std::fprintf(stderr, "%s: %s\n\n%s", program, e.what(), usage);
+    return 2;
+  } catch (const tessel::error& e) {
+    std::fprintf(stderr, "%s: tessel error: %s\n", program, e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error: %s\n", program, e.what());
+    return 1;
+  }
 }
 
 }  // namespace tessel_bench

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <array>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -87,4 +88,19 @@ namespace tessel_bench {
 /// ("tessel", "hopper", "llvm", "ll", "ptx", "ptxas.log", "sass") that it can produce.
 /// Returns the number of files listed.
 int report_dump_dir(tessel::kernel& k, const std::string& dir, std::ostream& os);
+// ---- the examples' driver ---------------------------------------------------------------------
+
+class cli;
+
+/// Checks `launch` against the problem's f32 reference and times it against `cublas` in the same
+/// process (compare_with_cublas with --iters, --repeats and --warmup-ms of `args`), then prints the
+/// report. Returns 1 after printing `failed` when the check failed, else 0.
+int check_and_time(const cli& args, bool check, const launch_fn& launch, const output_launch_fn& check_launch,
+                   gemm_problem& p, const lt_gemm& cublas, lt_context& lt, cudaStream_t stream,
+                   const nvml_probe* nvml, const device_info& dev, const char* failed);
+
+/// An example's main: runs `body`; a usage_error prints it and `usage` (exit status 2), a
+/// tessel::error or any other exception prints it after `program` (exit status 1).
+int example_main(const char* program, const char* usage, const std::function<int()>& body);
+
 }  // namespace tessel_bench

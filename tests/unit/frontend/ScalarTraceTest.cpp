@@ -12,6 +12,7 @@
 #include "scalar_kernels.hpp"
 #include "tessel/Dialect/Tessel/Tessel.h"
 #include "tessel/Frontend/Tracer.h"
+#include "trace_support.hpp"
 
 #include "mlir/IR/Verifier.h"
 
@@ -24,18 +25,8 @@ namespace tir = mlir::tessel;
 
 namespace {
 
-template <class F>
-std::unique_ptr<ts::frontend::TracedModule> traceKernel(const F &f) {
-  ts::detail::trace_only(f);
-  return ts::frontend::finishTrace();
-}
-
-template <class Op>
-std::vector<Op> collect(mlir::Operation *root) {
-  std::vector<Op> ops;
-  root->walk([&](Op op) { ops.push_back(op); });
-  return ops;
-}
+using tessel_test::collect;
+using tessel_test::traceKernel;
 
 TEST(ScalarTrace, AlphaBetaAreF32ArgumentsSplatInTheEpilogue) {
   auto traced = traceKernel(tessel_test::gemm_alpha_beta<128, 128>{});

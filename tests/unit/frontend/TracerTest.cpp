@@ -12,6 +12,7 @@
 
 #include "tessel/Dialect/Tessel/Tessel.h"
 #include "tessel/Frontend/Tracer.h"
+#include "trace_support.hpp"
 
 #include "mlir/IR/Verifier.h"
 #include "llvm/Support/raw_ostream.h"
@@ -87,11 +88,7 @@ struct batched_gemm {
 // Helpers
 //===----------------------------------------------------------------------===//
 
-template <class F>
-std::unique_ptr<ts::frontend::TracedModule> traceKernel(const F &f) {
-  ts::detail::trace_only(f);
-  return ts::frontend::finishTrace();
-}
+using tessel_test::traceKernel;
 
 std::string print(mlir::ModuleOp module, bool debugInfo = true) {
   std::string s;
