@@ -27,7 +27,7 @@
 //      shares A likewise.
 //   4. multistage: every thread copies 16-byte chunks with cp.async into
 //      rows of BK (K-major) or of the tile's MN extent (MN-major), swizzled
-//      by multistage's XOR pattern (MultistageSchedule.cpp); box is the
+//      by multistage's XOR pattern (Lowering/Multistage.h); box is the
 //      tile's shape, swizzle the K-major row width in bytes.
 //
 //===----------------------------------------------------------------------===//

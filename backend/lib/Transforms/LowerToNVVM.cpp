@@ -584,7 +584,7 @@ LogicalResult KernelBuilder::setupGemm() {
   // Rule 1: barriers initialised by thread 0, fenced, then a CTA barrier.
   // A stage is released by every warpgroup that read it (emptyArrivals:
   // tessel-allocate-resources' rule 3).
-  // (Schedule `multistage` has no mbarriers: MultistageSchedule.cpp.)
+  // (Schedule `multistage` has no mbarriers: Lowering/CpAsyncRing.cpp.)
   // What the roles arrive per phase, for tessel-verify-rings (rule R6): one
   // arrive_expect_tx per full phase; on an empty barrier one arrival per
   // consumer warpgroup that read the stage (pingpong: the one whose tile it
@@ -643,7 +643,7 @@ LogicalResult KernelBuilder::buildGemm() {
     return failure();
   // The plan's shape, not the schedule's name, picks the kernel's structure.
   if (multistage)
-    return buildMultistage();
+    return lowerAllWarps();
   return lowerWarpSpecialize();
 }
 

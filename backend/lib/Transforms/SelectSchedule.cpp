@@ -35,7 +35,7 @@
 //      (an error elsewhere); `data-parallel` and every other kernel: whole
 //      tiles.
 //
-// Schedule `multistage` (cp.async + ldmatrix + mma.sync, MultistageSchedule.cpp)
+// Schedule `multistage` (cp.async + ldmatrix + mma.sync, Lowering/Multistage.h)
 // has its own rules:
 //   M1. 2-d operands, in either orientation: A loaded BM x BK (or BK x BM and
 //       transposed), B BN x BK transposed (or BK x BN). Each may be K- or

@@ -23,7 +23,7 @@
 #include "tessel/Transforms/OperandLayout.h"
 #include "tessel/Transforms/Passes.h"
 
-#include "KernelBuilder.h"
+#include "Multistage.h"
 
 #include <limits>
 #include <map>
@@ -498,6 +498,51 @@ LogicalResult KernelBuilder::emitReduceStore(StoreOp store, ArrayRef<Value> accs
     }
   }
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The "fragments" path (schedule multistage)
+//===----------------------------------------------------------------------===//
+
+LogicalResult KernelBuilder::msEpilogue(const MultistagePlan &p, Value acc) {
+  Value g = b.create<arith::DivUIOp>(loc, p.lane, i32(4));
+  Value t2 = b.create<arith::MulIOp>(loc, b.create<arith::RemUIOp>(loc, p.lane, i32(4)), i32(2));
+  Value rowBase = b.create<arith::AddIOp>(loc, p.warpRow, g);
+  Value colBase = b.create<arith::AddIOp>(loc, p.warpCol, t2);
+  return emitStores([&](StoreOp store) -> LogicalResult {
+    if (storePath(store) == "reduce_atomic") {
+      // C fragment of tile (mi, ni): register 2h + e at row 16 mi + 8 h,
+      // column 8 ni + e from the thread's base.
+      SmallVector<FragmentElement> frags;
+      for (int64_t mi = 0; mi < p.mTiles(); ++mi)
+        for (int64_t ni = 0; ni < p.nTiles(); ++ni)
+          for (int64_t i = 0; i < 4; ++i)
+            frags.push_back({0, p.accIndex(mi, ni, i), 16 * mi + 8 * (i / 2), 8 * ni + i % 2});
+      return emitReduceStore(store, {acc}, frags, rowBase, colBase, p.lane);
+    }
+    auto ty = cast<RankedTensorType>(store.getValue().getType());
+    if (ty.getRank() != 2 || ty.getDimSize(0) != BM || ty.getDimSize(1) != BN)
+      return store.emitError() << "after the mainloop, stores must be " << BM << "x" << BN
+                               << " tiles (the accumulator's shape)";
+    // C fragment of tile (mi, ni): c0, c1 at (g, 2t), (g, 2t+1); c2, c3 at
+    // row g + 8. Each pair is two adjacent columns of one row: storePair.
+    for (int64_t mi = 0; mi < p.mTiles(); ++mi) {
+      for (int64_t ni = 0; ni < p.nTiles(); ++ni) {
+        for (int64_t h = 0; h < 2; ++h) {
+          Value row = b.create<arith::AddIOp>(loc, rowBase, i32(16 * mi + 8 * h));
+          Value col = b.create<arith::AddIOp>(loc, colBase, i32(8 * ni));
+          Value col1 = b.create<arith::AddIOp>(loc, col, i32(1));
+          accRegister = b.create<LLVM::ExtractValueOp>(loc, acc, p.accIndex(mi, ni, 2 * h));
+          auto v0 = element(store.getValue(), {row, col});
+          accRegister = b.create<LLVM::ExtractValueOp>(loc, acc, p.accIndex(mi, ni, 2 * h + 1));
+          auto v1 = element(store.getValue(), {row, col1});
+          if (failed(v0) || failed(v1) || failed(storePair(store, row, col, *v0, *v1)))
+            return failure();
+        }
+      }
+    }
+    return success();
+  });
 }
 
 } // namespace mlir::tessel::lowering

@@ -10,9 +10,9 @@
 //   Mma.cpp            hopper.consume with hopper.mma_schedule "wgmma"
 //   Epilogue.cpp       hopper.epilogue, hopper.store (StreamK.cpp: the fixup)
 //   Roles.cpp          hopper.warp_specialize: where the steps above run
-//   Multistage.cpp     a "cp.async" ring with hopper.mma_schedule "mma.sync"
-//                      (multistage: ring, mma.sync mainloop and fragment
-//                      epilogue together)
+//   CpAsyncRing.cpp    a "cp.async" ring (multistage)
+//   MmaSync.cpp        hopper.mma_schedule "mma.sync" (multistage)
+// (Multistage.h: the multistage kernel's ring, warp and fragment geometry.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -114,10 +114,10 @@ private:
   LogicalResult lowerWarpSpecialize();
   LogicalResult lowerInlineProducer();
   LogicalResult lowerProducerConsumers();
-  /// Schedule `multistage` (MultistageSchedule.cpp): cp.async ring, ldmatrix,
-  /// mma.sync m16n8k16, every warp computing.
-  LogicalResult buildMultistage();
-  // ---- schedule `multistage` helpers (MultistageSchedule.cpp) -------------
+  /// No warp specialization (Roles.cpp; schedule multistage): a cp.async
+  /// ring, ldmatrix, mma.sync m16n8k16, every warp copying and computing.
+  LogicalResult lowerAllWarps();
+  // ---- schedule `multistage` helpers (Multistage.h, CpAsyncRing.cpp, MmaSync.cpp, Epilogue.cpp)
   /// Tile, warp and shared-memory geometry of the multistage kernel, and of
   /// each operand (K- or MN-major in global and shared memory).
   struct MultistagePlan;

@@ -53,7 +53,7 @@
 #include "tessel/Transforms/OperandLayout.h"
 #include "tessel/Transforms/Passes.h"
 
-#include "KernelBuilder.h"
+#include "Multistage.h"
 
 using namespace mlir;
 using namespace mlir::tessel;
@@ -342,6 +342,152 @@ LogicalResult KernelBuilder::lowerProducerConsumers() {
   if (clusterSize > 1)
     clusterSync();
   return success();
+}
+
+/// No warp specialization (schedule multistage, a "cp.async" ring): every
+/// warp copies its share of each stage (CpAsyncRing.cpp) and computes its warp
+/// tile (MmaSync.cpp), then stores its fragments (Epilogue.cpp).
+LogicalResult KernelBuilder::lowerAllWarps() {
+  MultistagePlan p;
+  // The warp grid and warp tile of the plan (tessel-schedule-mma).
+  std::optional<ArrayRef<int64_t>> warps = mmaOp.getWarps();
+  std::optional<ArrayRef<int64_t>> warpTile = mmaOp.getWarpTile();
+  if (!warps || !warpTile || warps->size() != 2 || warpTile->size() != 2)
+    return mmaOp.emitError("an mma.sync schedule needs its warps and warp_tile");
+  p.warps = {(*warpTile)[0], (*warpTile)[1], (*warps)[0], (*warps)[1]};
+  p.kSteps = BK / 16;
+  if ((BK != 32 && BK != 64) || eltBytes != 2 || BM % p.warps.wm || BN % p.warps.wn ||
+      stages < 2 || p.warps.count() > 8)
+    return fn.emitError() << "schedule 'multistage' cannot build tile " << BM << "x" << BN << "x"
+                          << BK << " with " << stages
+                          << " stages (run tessel-select-schedule, which checks its rules)";
+  // The plan's threads: one per lane of the warp grid (no mbarriers here).
+  if (threads != p.warps.count() * 32)
+    return resourcesOp.emitError() << "threads " << threads << " do not match the warp grid ("
+                                   << p.warps.count() << " warps)";
+  kernel->setAttr("nvvm.reqntid", b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
+  // Up to 4 warps: two CTAs per SM (their barriers and epilogues overlap
+  // each other's mainloops); 8 warps: one, with the whole register file.
+  kernel->setAttr("nvvm.minctasm", b.getI32IntegerAttr(threads <= 128 ? 2 : 1));
+  msRasterProgramIds();
+
+  Value warp = b.create<arith::DivUIOp>(loc, tid, i32(32));
+  p.lane = b.create<arith::RemUIOp>(loc, tid, i32(32));
+  p.warpRow = b.create<arith::MulIOp>(
+      loc, b.create<arith::RemUIOp>(loc, warp, i32(p.warps.warpsM)), i32(p.warps.wm));
+  p.warpCol = b.create<arith::MulIOp>(
+      loc, b.create<arith::DivUIOp>(loc, warp, i32(p.warps.warpsM)), i32(p.warps.wn));
+  p.a.op = gemm->a;
+  p.a.isA = true;
+  p.b.op = gemm->b;
+  p.b.isA = false;
+  p.a.base = 0;
+  p.b.base = bOff;
+  if (failed(msPlanOperand(p, p.a)) || failed(msPlanOperand(p, p.b)))
+    return failure();
+  // Copies of one tile are spread over the first kSteps - 1 k16 steps.
+  const int64_t groups = p.kSteps - 1;
+
+  // Prologue (rule 1): tiles 0..S-2, one commit group each.
+  {
+    auto pro = b.create<scf::ForOp>(loc, i32(0), i32(stages - 1), i32(1));
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(pro.getBody());
+    Value t = pro.getInductionVar();
+    for (int64_t grp = 0; grp < groups; ++grp)
+      if (failed(msIssueGroup(p, t, t, grp, groups)))
+        return failure();
+    b.create<hopper::CpAsyncCommitOp>(loc);
+  }
+  // Tile 0 landed (for every thread), then its first fragments.
+  b.create<hopper::CpAsyncWaitOp>(loc, stages - 2);
+  barSync();
+  SmallVector<Value> frag0 = msLoadB(p, i32(0), 0);
+  llvm::append_range(frag0, msLoadA(p, i32(0), 0, 0));
+
+  auto accTy = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(p.numAcc(), b.getF32Type()));
+  Value acc0 = b.create<LLVM::PoisonOp>(loc, accTy);
+  Value zero = b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(0.0f));
+  for (int64_t r = 0; r < p.numAcc(); ++r)
+    acc0 = b.create<LLVM::InsertValueOp>(loc, acc0, zero, r);
+
+  // iter_args: accumulator, the B fragments and first A fragment of the
+  // tile's first k16 step, the stage being read and the stage being written.
+  SmallVector<Value> inits{acc0};
+  llvm::append_range(inits, frag0);
+  inits.push_back(i32(0));
+  inits.push_back(i32(stages - 1));
+  auto loop = b.create<scf::ForOp>(loc, i32(0), nk, i32(1), inits);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value j = loop.getInductionVar();
+    auto args = loop.getRegionIterArgs();
+    Value acc = args[0];
+    const int64_t nB = p.nTiles() * 2;
+    SmallVector<Value> curB(args.begin() + 1, args.begin() + 1 + nB);
+    SmallVector<Value> curA(args.begin() + 1 + nB, args.begin() + 1 + nB + 4);
+    Value readS = args[1 + p.numFrag()], writeS = args[2 + p.numFrag()];
+    auto nextStage = [&](Value s) {
+      Value n = b.create<arith::AddIOp>(loc, s, i32(1));
+      return b
+          .create<arith::SelectOp>(
+              loc, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, n, i32(stages)), i32(0), n)
+          .getResult();
+    };
+    Value readNext = nextStage(readS);
+    Value tNew = b.create<arith::AddIOp>(loc, j, i32(stages - 1));
+    // A fragments of the current step by 16-row block (empty: not loaded yet).
+    SmallVector<SmallVector<Value>> aFr(p.mTiles());
+    aFr[0] = curA;
+    for (int64_t kk = 0; kk < p.kSteps; ++kk) {
+      // Register double buffer: this step's copy group (before more
+      // fragments are live), the B fragments of the next k16 step, then per
+      // 16-row block the next block's A fragment and this block's row of mma.
+      // Before the barrier (kk = kSteps - 2) every A fragment of the tile's
+      // last step is loaded too: after the barrier, the last step reads only
+      // the next tile's stage (its first B and A fragments), so the barrier
+      // separates every read of this tile's stage from the copies that
+      // overwrite it in iteration j + 1 (rule 3).
+      bool last = kk + 1 == p.kSteps, preBarrier = kk + 2 == p.kSteps;
+      Value nStage = last ? readNext : readS;
+      int64_t nkk = last ? 0 : kk + 1;
+      if (!last && failed(msIssueGroup(p, tNew, writeS, kk, groups)))
+        return failure();
+      SmallVector<Value> nextB = msLoadB(p, nStage, nkk);
+      SmallVector<SmallVector<Value>> nextA(p.mTiles());
+      if (preBarrier)
+        for (int64_t mi = 0; mi < p.mTiles(); ++mi)
+          nextA[mi] = msLoadA(p, readS, kk + 1, mi);
+      for (int64_t mi = 0; mi < p.mTiles(); ++mi) {
+        if (mi + 1 < p.mTiles() && aFr[mi + 1].empty())
+          aFr[mi + 1] = msLoadA(p, readS, kk, mi + 1);
+        else if (mi + 1 == p.mTiles() && nextA[0].empty())
+          nextA[0] = msLoadA(p, nStage, nkk, 0);
+        acc = msMmaRow(p, acc, mi, aFr[mi], curB);
+      }
+      aFr = std::move(nextA);
+      curB = std::move(nextB);
+      if (preBarrier) {
+        // Rules 1-3: one group per iteration; tile j+1 complete for this
+        // thread, then for every thread; every warp is done with tile j-1's
+        // stage (written from the next iteration on).
+        b.create<hopper::CpAsyncCommitOp>(loc);
+        b.create<hopper::CpAsyncWaitOp>(loc, stages - 2);
+        barSync();
+      }
+    }
+    curA = aFr[0];
+    SmallVector<Value> yields{acc};
+    llvm::append_range(yields, curB);
+    llvm::append_range(yields, curA);
+    yields.push_back(readNext);
+    yields.push_back(nextStage(writeS));
+    b.create<scf::YieldOp>(loc, yields);
+  }
+  // Rule 5.
+  b.create<hopper::CpAsyncWaitOp>(loc, 0);
+  return msEpilogue(p, loop.getResult(0));
 }
 
 } // namespace mlir::tessel::lowering
