@@ -97,17 +97,11 @@ int main(int argc, char** argv) {
     if (!dump_dir.empty()) tb::report_dump_dir(k, dump_dir, std::cout);
     if (no_run) return 0;
 
-    std::string why;
-    if (!ts::gpu_available(&why)) {
-      std::printf("no GPU found (%s): compiled only\n", why.c_str());
-      return 0;
-    }
-
-    tb::device_info dev = tb::query_device(0);
-    tb::nvml_probe nvml(dev);
-    std::printf("  device: %s\n", tb::describe(dev).c_str());
-    cudaStream_t stream = nullptr;
-    TB_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    const std::unique_ptr<tb::example_gpu> gpu = tb::open_example_gpu();
+    if (!gpu) return 0;
+    const tb::device_info& dev = gpu->dev;
+    const tb::nvml_probe& nvml = gpu->nvml;
+    cudaStream_t stream = gpu->stream;
 
     tb::gemm_problem p(M, N, K, /*with_bias=*/false, dev, std::uint64_t(args.i64("seed", 1)), 3, 24ull << 30, stream);
     std::printf("  data:   uniform [-1,1) bf16 (no zeros), %d rotated A/B/C sets of %.1f MB, C poisoned with NaN\n",
@@ -124,7 +118,6 @@ int main(int argc, char** argv) {
       tessel_launch(0, stream);
       TB_CUDA(cudaStreamSynchronize(stream));
       std::printf("  launched once, no cuBLASLt (--no-cublas): nothing checked or timed\n");
-      cudaStreamDestroy(stream);
       return 0;
     }
 
@@ -137,9 +130,7 @@ int main(int argc, char** argv) {
       k.launch(s, grid, ts::view<ts::bf16>(p.A(0), {M, K}), ts::view<ts::bf16>(p.B(0), {N, K}),
                ts::view<ts::bf16>(C, {M, N}, {ldc, 1}));
     };
-    const int rc = tb::check_and_time(args, check, tessel_launch, check_launch, p, cublas, lt, stream, &nvml, dev,
+    return tb::check_and_time(args, check, tessel_launch, check_launch, p, cublas, lt, stream, &nvml, dev,
                                       "tessel result does not match cuBLASLt");
-    cudaStreamDestroy(stream);
-    return rc;
   });
 }

@@ -77,17 +77,11 @@ int main(int argc, char** argv) {
     if (!dump_dir.empty()) tb::report_dump_dir(k, dump_dir, std::cout);
     if (no_run) return 0;
 
-    std::string why;
-    if (!ts::gpu_available(&why)) {
-      std::printf("no GPU found (%s): compiled only\n", why.c_str());
-      return 0;
-    }
-
-    tb::device_info dev = tb::query_device(0);
-    tb::nvml_probe nvml(dev);
-    std::printf("  device: %s\n", tb::describe(dev).c_str());
-    cudaStream_t stream = nullptr;
-    TB_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    const std::unique_ptr<tb::example_gpu> gpu = tb::open_example_gpu();
+    if (!gpu) return 0;
+    const tb::device_info& dev = gpu->dev;
+    const tb::nvml_probe& nvml = gpu->nvml;
+    cudaStream_t stream = gpu->stream;
     tb::gemm_problem p(M, N, K, /*with_bias=*/true, dev, std::uint64_t(args.i64("seed", 1)), 3, 24ull << 30, stream);
     p.bias_epilogue = gelu ? tb::epilogue::bias_gelu : tb::epilogue::bias_relu;
     std::printf("  data:   uniform [-1,1) bf16 (no zeros), %d rotated sets, C poisoned with NaN\n", p.sets());
@@ -108,9 +102,7 @@ int main(int argc, char** argv) {
       k.launch(s, grid, ts::view<ts::bf16>(p.A(0), {M, K}), ts::view<ts::bf16>(p.B(0), {N, K}),
                ts::view<ts::bf16>(p.bias(0), {N}), ts::view<ts::bf16>(C, {M, N}, {ldc, 1}));
     };
-    const int rc = tb::check_and_time(args, !args.flag("no-check"), tessel_launch, check_launch, p, cublas, lt, stream, &nvml, dev,
+    return tb::check_and_time(args, !args.flag("no-check"), tessel_launch, check_launch, p, cublas, lt, stream, &nvml, dev,
                                       "tessel result does not match the reference");
-    cudaStreamDestroy(stream);
-    return rc;
   });
 }

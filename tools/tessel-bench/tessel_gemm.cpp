@@ -227,6 +227,24 @@ int report_dump_dir(ts::kernel& k, const std::string& dir, std::ostream& os) {
 
 namespace tessel_bench {
 
+example_gpu::example_gpu() : dev(query_device(0)), nvml(dev) {
+  std::printf("  device: %s\n", describe(dev).c_str());
+  TB_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+}
+
+example_gpu::~example_gpu() {
+  if (stream) cudaStreamDestroy(stream);
+}
+
+std::unique_ptr<example_gpu> open_example_gpu() {
+  std::string why;
+  if (!tessel::gpu_available(&why)) {
+    std::printf("no GPU found (%s): compiled only\n", why.c_str());
+    return nullptr;
+  }
+  return std::make_unique<example_gpu>();
+}
+
 int check_and_time(const cli& args, bool check, const launch_fn& launch, const output_launch_fn& check_launch,
                    gemm_problem& p, const lt_gemm& cublas, lt_context& lt, cudaStream_t stream,
                    const nvml_probe* nvml, const device_info& dev, const char* failed) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <array>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -91,6 +92,20 @@ int report_dump_dir(tessel::kernel& k, const std::string& dir, std::ostream& os)
 // ---- the examples' driver ---------------------------------------------------------------------
 
 class cli;
+
+/// The GPU an example runs on: device 0 (its line printed), its NVML probe and a non-blocking
+/// stream, destroyed with it.
+struct example_gpu {
+  example_gpu();
+  ~example_gpu();
+  example_gpu(const example_gpu&) = delete;
+  example_gpu& operator=(const example_gpu&) = delete;
+  device_info dev;
+  nvml_probe nvml;
+  cudaStream_t stream = nullptr;
+};
+/// The example's GPU, or nullptr after printing "no GPU found (<why>): compiled only".
+std::unique_ptr<example_gpu> open_example_gpu();
 
 /// Checks `launch` against the problem's f32 reference and times it against `cublas` in the same
 /// process (compare_with_cublas with --iters, --repeats and --warmup-ms of `args`), then prints the
