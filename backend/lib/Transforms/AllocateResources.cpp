@@ -12,7 +12,8 @@
 //   1. Shared memory is laid out by planSharedMemory (SharedMemory.h), the
 //      function tessel-select-schedule checked the stages with: the ring's A
 //      and B slots, the consumers' staging buffers, the full and empty
-//      barrier arrays (8 bytes each, one per stage).
+//      barrier arrays (8 bytes each, one per stage). A dual GEMM's B slot
+//      holds both B tiles (GemmMatch::ringTile).
 //   2. Threads: 128 per warpgroup, the producer's included; multistage: 32
 //      per warp of its warp grid.
 //   3. Arrivals: a full barrier completes with the producer's one
@@ -57,7 +58,7 @@ LogicalResult allocate(plan::ScheduledGemm &g) {
   auto i64 = [&](int64_t v) { return b.getI64IntegerAttr(v); };
   // Rule 1.
   SharedMemoryMap smem =
-      planSharedMemory(g.kind(), g.sched.getTile(), g.eltBytes(), ring->getStages());
+      planSharedMemory(g.kind(), g.match.ringTile(), g.eltBytes(), ring->getStages());
   if (!smem.fits())
     return g.fn.emitError() << ring->getStages() << " stages of " << smem.stageBytes
                             << " bytes do not fit in shared memory";

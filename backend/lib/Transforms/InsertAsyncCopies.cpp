@@ -29,6 +29,10 @@
 //      rows of BK (K-major) or of the tile's MN extent (MN-major), swizzled
 //      by multistage's XOR pattern (Lowering/Multistage.h); box is the
 //      tile's shape, swizzle the K-major row width in bytes.
+//   5. A dual GEMM (two dots sharing A) loads its second B into slot 2: a
+//      stage holds A, B and B of dot 2 (stage_bytes counts all three), and
+//      the two B tiles sit side by side (OperandLayout::sideBySide) for the
+//      one wgmma that reads both.
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,17 +65,22 @@ LogicalResult insertCopies(plan::ScheduledGemm &g) {
   OpBuilder b = plan::atPlanEnd(g.fn);
   // Rule 1.
   b.create<hopper::RingOp>(g.fn.getLoc(), kRing, s.getStages(), tma ? "tma" : "cp.async",
-                           (tile[0] + tile[1]) * tile[2] * g.eltBytes());
+                           (tile[0] + g.match.accumulatorN()) * tile[2] * g.eltBytes());
   auto [cx, cy] = s.getClusterShape();
-  for (auto [slot, op] : llvm::enumerate(SmallVector<GemmOperand>{g.match.a, g.match.b})) {
-    bool isB = slot == 1;
+  // Rule 5: slot 0 is A, slot 1 + j the B of dot j.
+  // (Every plan is made before a load is replaced: the layouts read them.)
+  SmallVector<GemmOperand> operands = {g.match.a};
+  llvm::append_range(operands, g.match.bs);
+  SmallVector<NamedAttrList> plans;
+  for (auto [slot, op] : llvm::enumerate(operands)) {
+    bool isB = slot >= 1;
     NamedAttrList attrs;
     attrs.set("into", b.getStringAttr(kRing));
     attrs.set("slot", b.getI64IntegerAttr(slot));
     attrs.set("copy", b.getStringAttr(tma ? "tma" : "cp.async"));
     if (tma) {
       // Rules 2 and 3.
-      auto l = getOperandLayout(g.fn, g.match, isB, s.getSwizzle());
+      auto l = getOperandLayout(g.fn, g.match, isB, s.getSwizzle(), isB ? slot - 1 : 0);
       if (failed(l))
         return failure();
       int64_t share = isB ? cx : cy;
@@ -95,6 +104,9 @@ LogicalResult insertCopies(plan::ScheduledGemm &g) {
         attrs.set("mn_major", b.getUnitAttr());
       attrs.set("multicast", b.getI64IntegerAttr(1));
     }
+    plans.push_back(attrs);
+  }
+  for (auto [op, attrs] : llvm::zip(operands, plans)) {
     Operation *load = op.load;
     OpBuilder lb(load);
     auto async = lb.create<hopper::AsyncLoadOp>(load->getLoc(), TypeRange{op.tileType()},

@@ -287,9 +287,16 @@ LogicalResult KernelBuilder::storePair(StoreOp store, Value row, Value col, Valu
   return success();
 }
 
+void KernelBuilder::selectAccRegisters(Value acc, int64_t r) {
+  accRegisters.clear();
+  for (int64_t j = 0; j < numAccs; ++j)
+    accRegisters.push_back(b.create<LLVM::ExtractValueOp>(loc, acc, r + j * outBN / 2));
+}
+
 FailureOr<Value> KernelBuilder::element(Value v, ArrayRef<Value> coords) {
-  if (v == accLoopResult)
-    return accRegister;
+  for (auto [result, reg] : llvm::zip(accLoopResults, accRegisters))
+    if (v == result)
+      return reg;
   Operation *op = v.getDefiningOp();
   if (!op)
     return fn.emitError("a kernel argument is used as a tile"), failure();
@@ -388,9 +395,13 @@ LogicalResult KernelBuilder::buildSignature() {
     // Operand tiles: boxes of one swizzle row along the contiguous dimension
     // (OperandLayout.h) with the swizzle the plan chose; a cluster splits the
     // other one. The geometry must be the one the plan recorded.
-    for (auto [i, l] : llvm::enumerate(std::array<OperandLayout *, 2>{&aLayout, &bLayout})) {
-      hopper::AsyncLoadOp load = asyncLoads[i];
-      auto layout = getOperandLayout(fn, *gemm, /*isB=*/i == 1, load.getSwizzle());
+    // (A dual GEMM: one B per dot, each its own tensor map; the wgmma reads
+    // them side by side, bLayout.)
+    bLoads.resize(asyncLoads.size() - 1);
+    for (auto [i, load] : llvm::enumerate(asyncLoads)) {
+      OperandLayout *l = i == 0 ? &aLayout : &bLoads[i - 1];
+      auto layout =
+          getOperandLayout(fn, *gemm, /*isB=*/i >= 1, load.getSwizzle(), i >= 1 ? i - 1 : 0);
       if (failed(layout))
         return failure();
       *l = *layout;
@@ -402,8 +413,6 @@ LogicalResult KernelBuilder::buildSignature() {
                                 << " does not match its layout: box " << l->boxInner() << "x"
                                 << l->outer / cs << " x " << l->numBoxes() << ", multicast " << cs
                                 << (l->mnMajor ? ", MN-major" : ", K-major");
-    }
-    for (auto [l, cs] : {std::pair(&aLayout, clusterY), std::pair(&bLayout, clusterX)}) {
       TmaParam t{l->argIndex, {l->boxInner(), l->outer / cs}, {}};
       t.swizzle = l->swizzle;
       int64_t rank = cast<RefType>(fn.getArgumentTypes()[l->argIndex]).getRank();
@@ -411,6 +420,7 @@ LogicalResult KernelBuilder::buildSignature() {
         t.contiguousDim = l->contiguousDim;
       tma.push_back(t);
     }
+    bLayout = bLoads[0].sideBySide(static_cast<int64_t>(bLoads.size()));
     // Staged outputs: one 64-row x 128-byte box, 128B swizzle.
     for (StoreOp store : stagedStores()) {
       unsigned arg = cast<BlockArgument>(store.getRef()).getArgNumber();
@@ -447,7 +457,9 @@ LogicalResult KernelBuilder::buildSignature() {
   if (streamK) {
     auto tile = sched.getTile();
     types.push_back(ptrTy);
-    params.push_back(b.getStringAttr("workspace:" + std::to_string(tile[0] * tile[1] * 4)));
+    // (One slot holds a tile's accumulators: both of a dual GEMM.)
+    params.push_back(b.getStringAttr("workspace:" +
+                                     std::to_string(tile[0] * gemm->accumulatorN() * 4)));
   }
   b.setInsertionPoint(fn);
   auto fnTy = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), types);
@@ -563,13 +575,14 @@ LogicalResult KernelBuilder::buildElementwise() {
 LogicalResult KernelBuilder::setupGemm() {
   auto tile = sched.getTile();
   BM = tile[0];
-  BN = tile[1];
+  outBN = tile[1];
+  BN = gemm->accumulatorN();
   BK = tile[2];
   stages = ringOp.getStages();
   elt = cast<RankedTensorType>(gemm->dot.getA().getType()).getElementType();
   eltBytes = elt.getIntOrFloatBitWidth() / 8;
   aBytes = BM * BK * eltBytes;
-  bBytes = BN * BK * eltBytes;
+  bBytes = BN * BK * eltBytes; // every dot's B tile
   // The plan's roles and shared-memory map (tessel-warp-specialize,
   // tessel-allocate-resources).
   consumers = wsOp ? wsOp.getConsumers() : 0;
@@ -627,7 +640,8 @@ LogicalResult KernelBuilder::setupGemm() {
   Value ceil = b.create<arith::DivSIOp>(
       loc, b.create<arith::AddIOp>(loc, span, b.create<arith::SubIOp>(loc, step, i32(1))), step);
   nk = b.create<arith::MaxSIOp>(loc, ceil, i32(0));
-  accLoopResult = gemm->loop.getResult(gemm->accIndex);
+  for (unsigned i : gemm->accIndices)
+    accLoopResults.push_back(gemm->loop.getResult(i));
   return success();
 }
 
@@ -665,15 +679,25 @@ LogicalResult KernelBuilder::readPlan() {
   multistage = ringOp.getCopy() == "cp.async";
   if (!multistage && failed(need(wsOp, "tessel-warp-specialize")))
     return failure();
-  for (auto [i, op] : llvm::enumerate(std::array<GemmOperand, 2>{gemm->a, gemm->b})) {
-    asyncLoads[i] = dyn_cast<hopper::AsyncLoadOp>(op.load);
-    if (!asyncLoads[i] || asyncLoads[i].getInto() != ringOp.getRing() ||
-        asyncLoads[i].getSlot() != static_cast<int64_t>(i))
+  SmallVector<GemmOperand> operands = {gemm->a};
+  llvm::append_range(operands, gemm->bs);
+  for (auto [i, op] : llvm::enumerate(operands)) {
+    auto load = dyn_cast<hopper::AsyncLoadOp>(op.load);
+    if (!load || load.getInto() != ringOp.getRing() ||
+        load.getSlot() != static_cast<int64_t>(i))
       return op.load->emitError() << "operand " << (i ? "B" : "A")
                                   << " of the dot must be a hopper.async_load into slot " << i
                                   << " of ring '" << ringOp.getRing()
                                   << "': run tessel-insert-async-copies first";
+    asyncLoads.push_back(load);
   }
+  numAccs = gemm->numDots();
+  if (mmaOp.getAccumulators().value_or(1) != numAccs)
+    return mmaOp.emitError() << "the mainloop has " << numAccs << " dots but the mma schedule "
+                             << mmaOp.getAccumulators().value_or(1) << " accumulators";
+  if (numAccs > 1 && mmaOp.getShape()[1] != gemm->accumulatorN())
+    return mmaOp.emitError() << "a dual GEMM's wgmma must be N = 2 x BN = "
+                             << gemm->accumulatorN() << ", got " << mmaOp.getShape()[1];
   persistent = schedulerOp.getKind() == "persistent";
   inlineProducer = wsOp && wsOp.getProducer() == "inline";
   pingpong = wsOp && wsOp.getOrder() == "pingpong";

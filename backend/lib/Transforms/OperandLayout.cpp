@@ -10,6 +10,9 @@
 //       number of TMA boxes / swizzle atoms.
 //   L4. A tile of lower rank than its tensor (one matrix of a batch) has the
 //       unit-stride dimension among the tile's dimensions.
+//   L5. The two B operands of a dual GEMM have one layout (both K-major or
+//       both MN-major, the same tile rank): one wgmma reads them side by side
+//       (OperandLayout::sideBySide).
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,10 +79,10 @@ static StringRef swizzleName(int64_t s) {
 }
 
 FailureOr<OperandLayout> mlir::tessel::getOperandLayout(func::FuncOp fn, const GemmMatch &m,
-                                                        bool isB, int64_t swizzle) {
-  GemmOperand op = isB ? m.b : m.a; // (op handles: copies are cheap and non-const)
-  DotOp dot = m.dot;
-  StringRef name = isB ? "B" : "A";
+                                                        bool isB, int64_t swizzle, unsigned dotIndex) {
+  GemmOperand op = isB ? m.bs[dotIndex] : m.a; // (op handles: copies are cheap and non-const)
+  DotOp dot = m.dots[dotIndex];
+  std::string name = isB ? (dotIndex ? "B of dot " + std::to_string(dotIndex + 1) : "B") : "A";
   auto c = getContiguousDim(fn, op.argIndex);
   if (failed(c))
     return failure();
@@ -119,6 +122,18 @@ FailureOr<OperandLayout> mlir::tessel::getOperandLayout(func::FuncOp fn, const G
                              << (l.mnMajor ? "MN" : "K") << "-major): its contiguous extent "
                              << l.inner << " x " << l.eltBytes << " bytes must be a multiple of "
                              << l.rowBytes() << " bytes (one swizzle row)";
+  // L5.
+  if (isB && dotIndex > 0) {
+    auto first = getOperandLayout(fn, m, isB, swizzle, 0);
+    if (failed(first))
+      return failure();
+    if (first->mnMajor != l.mnMajor || first->lead != l.lead)
+      return dot.emitError() << "the two B operands of a dual GEMM must have one layout: B "
+                                "(argument "
+                             << first->argIndex << ") is " << (first->mnMajor ? "MN" : "K")
+                             << "-major, B of dot 2 (argument " << op.argIndex << ") is "
+                             << (l.mnMajor ? "MN" : "K") << "-major";
+  }
   return l;
 }
 
@@ -130,14 +145,17 @@ FailureOr<int64_t> mlir::tessel::selectSwizzle(func::FuncOp fn, const GemmMatch 
                           << " is not one of 0 (automatic), 128, 64, 32, -1 (none)";
   if (requested != 0) {
     int64_t s = requested == -1 ? 0 : requested;
-    if (failed(getOperandLayout(fn, m, false, s)) || failed(getOperandLayout(fn, m, true, s)))
+    if (failed(getOperandLayout(fn, m, false, s)))
       return failure();
+    for (unsigned d = 0; d < m.dots.size(); ++d)
+      if (failed(getOperandLayout(fn, m, true, s, d)))
+        return failure();
     return s;
   }
   // Automatic: the widest swizzle both tiles' contiguous extents allow.
   int64_t s = 128;
-  for (bool isB : {false, true}) {
-    auto l = getOperandLayout(fn, m, isB, /*swizzle=*/0);
+  for (unsigned i = 0; i <= m.dots.size(); ++i) {
+    auto l = getOperandLayout(fn, m, /*isB=*/i > 0, /*swizzle=*/0, i > 0 ? i - 1 : 0);
     if (failed(l))
       return failure();
     s = std::min(s, naturalSwizzle(l->inner * l->eltBytes));

@@ -23,6 +23,10 @@
 //   4. multistage: mma.sync m16n8k16 from ldmatrix fragments on warp tiles
 //      of 32 or 64 (multistageWarps in GemmMatch.h); synchronous (wait
 //      depth 0); row_blocks = 16-row blocks per warp tile.
+//   5. A dual GEMM (two dots sharing A): one wgmma m64n(2 BN)k16 computes
+//      both dots, B tiles side by side in the stage; `accumulators = 2`
+//      says that columns [0, BN) are the first dot's accumulator and
+//      [BN, 2 BN) the second's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,7 +61,7 @@ LogicalResult scheduleMma(plan::ScheduledGemm &g) {
     mma = b.create<hopper::MmaScheduleOp>(
         loc, "mma.sync", b.getDenseI64ArrayAttr({16, 8, 16}), tile[2] / 16, w.wm / 16,
         /*wait_depth=*/0, b.getDenseI64ArrayAttr({w.warpsM, w.warpsN}),
-        b.getDenseI64ArrayAttr({w.wm, w.wn}));
+        b.getDenseI64ArrayAttr({w.wm, w.wn}), IntegerAttr());
   } else {
     auto ws = plan::require<hopper::WarpSpecializeOp>(g.fn, "tessel-warp-specialize");
     if (failed(ws))
@@ -65,9 +69,12 @@ LogicalResult scheduleMma(plan::ScheduledGemm &g) {
     OpBuilder b = OpBuilder::atBlockEnd(&ws->getConsumerRegion().front());
     // Rules 1-3.
     int64_t rowBlocks = ws->getOrder() == "pingpong" ? tile[0] / 64 : 1;
-    mma = b.create<hopper::MmaScheduleOp>(loc, "wgmma", b.getDenseI64ArrayAttr({64, tile[1], 16}),
-                                          tile[2] / 16, rowBlocks, /*wait_depth=*/1,
-                                          DenseI64ArrayAttr(), DenseI64ArrayAttr());
+    // Rule 5.
+    int64_t dots = g.match.numDots();
+    mma = b.create<hopper::MmaScheduleOp>(
+        loc, "wgmma", b.getDenseI64ArrayAttr({64, dots * tile[1], 16}), tile[2] / 16, rowBlocks,
+        /*wait_depth=*/1, DenseI64ArrayAttr(), DenseI64ArrayAttr(),
+        dots > 1 ? b.getI64IntegerAttr(dots) : IntegerAttr());
   }
   return mlir::verify(mma);
 }

@@ -34,6 +34,10 @@
 //      and pingpong with a 1x1 cluster under `auto`, required by `stream-k`
 //      (an error elsewhere); `data-parallel` and every other kernel: whole
 //      tiles.
+//   7. A dual GEMM (two dots sharing A, GemmMatch.h) runs both dots as one
+//      wgmma of N = 2 x BN, so 2 x BN <= 256 and its accumulators take twice
+//      a tile's registers (pingpong: BM x BN at most 64 x 128); a ring stage
+//      holds A and both B tiles. Schedule multistage cannot hold it.
 //
 // Schedule `multistage` (cp.async + ldmatrix + mma.sync, Lowering/Multistage.h)
 // has its own rules:
@@ -103,6 +107,12 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
     if (decomposition != "auto" && decomposition != "data-parallel" && decomposition != "stream-k")
       return fn.emitError() << "unknown decomposition '" << decomposition
                             << "' (expected auto, data-parallel or stream-k)";
+    // 7. A dual GEMM needs a TMA-fed schedule (both accumulators in one
+    //    wgmma's fragment layout; mma.sync's warp tiles would split them).
+    if (kind == ScheduleKind::multistage && m.numDots() > 1)
+      return m.dots[1].emitError()
+             << "schedule 'multistage' cannot hold the two accumulators of a dual GEMM: use "
+                "'cooperative' or 'pingpong' (or 'tma', 'warp_specialized')";
     if (kind == ScheduleKind::multistage) {
       if (decomposition == "stream-k")
         return m.dot.emitError() << "decomposition stream-k needs schedule 'cooperative' or "
@@ -125,12 +135,26 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
       return failure();
     if (m.tileM % 64 != 0 || m.tileM > 256)
       return m.dot.emitError() << "BM must be 64, 128, 192 or 256, got " << m.tileM;
+    // 7. A dual GEMM's accumulators are one wgmma's: N = 2 x BN <= 256.
+    int64_t accN = m.accumulatorN();
+    if (m.numDots() > 1 && accN > 256)
+      return m.dots[1].emitError()
+             << "a dual GEMM computes both dots with one wgmma of N = 2 x BN <= 256 (its two "
+                "accumulators side by side): BN must be at most 128, got "
+             << m.tileN;
     // Pingpong: each of the two consumer warpgroups holds a whole tile's
-    // accumulators, (BM / 64) x BN / 2 f32 registers per thread.
-    if (kind == ScheduleKind::pingpong && (m.tileM / 64) * m.tileN / 2 > 128)
+    // accumulators, (BM / 64) x BN / 2 f32 registers per thread (a dual
+    // GEMM: x 2).
+    if (kind == ScheduleKind::pingpong && (m.tileM / 64) * accN / 2 > 128) {
+      if (m.numDots() > 1)
+        return m.dots[1].emitError()
+               << "schedule 'pingpong' keeps both accumulators of a whole tile per consumer "
+                  "warpgroup: BM x BN must be at most 64 x 128 for a dual GEMM, got "
+               << m.tileM << " x " << m.tileN << " (use BM = 64, or schedule 'cooperative')";
       return m.dot.emitError() << "schedule 'pingpong' keeps a whole tile per consumer warpgroup: "
                                   "BM x BN must be at most 128 x 128 (or 64 x 256), got "
                                << m.tileM << " x " << m.tileN;
+    }
     // Warp-specialized: at most 3 consumer warpgroups besides the producer.
     if (kind != ScheduleKind::tma && kind != ScheduleKind::pingpong && m.tileM > 192)
       return m.dot.emitError() << "schedule '" << stringifyScheduleKind(kind)
@@ -142,7 +166,8 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
     // Rule 4, with the kernel's shared-memory map (SharedMemory.h; the
     // warp-specialized schedules keep two 8 KiB staging chunks per consumer
     // warpgroup for the TMA-store epilogue).
-    SmallVector<int64_t> tile = {m.tileM, m.tileN, m.tileK};
+    // (A ring stage holds A and every dot's B: GemmMatch::ringTile.)
+    SmallVector<int64_t> tile(m.ringTile());
     int64_t fit = std::min(kMaxStages, stagesThatFit(kind, tile, eltBytes));
     int64_t s = stages ? stages : fit;
     if (s < 2)

@@ -12,6 +12,20 @@
 //   }
 //   ... epilogue: elementwise ops on %acc, tessel.store ...
 //
+// A dual GEMM (SwiGLU / GeGLU: gate and up projections of the same A tile)
+// has two dots in the loop, each with its own B and loop-carried accumulator:
+//
+//   %r:2 = scf.for ... iter_args(%g = %acc0, %u = %acc1) {
+//     %a  = tessel.load %A[...]
+//     %d1 = tessel.dot %a, %b1t, %g
+//     %d2 = tessel.dot %a, %b3t, %u
+//     scf.yield %d1, %d2
+//   }
+//
+// The backend computes both with one wgmma of N = 2 x BN: the two B tiles
+// sit side by side in a ring stage (B1 rows, then B3 rows) and the
+// accumulator's columns [0, BN) are the first dot's, [BN, 2 BN) the second's.
+//
 // `matchGemm` finds it and says, in a diagnostic at the user's line, why a
 // kernel does not have it.
 //
@@ -38,12 +52,26 @@ struct GemmOperand {
   RankedTensorType tileType() const { return cast<RankedTensorType>(load->getResult(0).getType()); }
 };
 
+/// At most two dots share the A tile (a dual GEMM).
+constexpr unsigned kMaxDots = 2;
+
 struct GemmMatch {
   scf::ForOp loop;        ///< the mainloop
-  unsigned accIndex;      ///< iter_arg position of the accumulator
-  DotOp dot;
-  GemmOperand a, b;
-  int64_t tileM, tileN, tileK;
+  unsigned accIndex;      ///< iter_arg position of the (first) accumulator
+  DotOp dot;              ///< the first dot
+  GemmOperand a, b;       ///< A, and the first dot's B
+  int64_t tileM, tileN, tileK; ///< one dot's tile: BM x BN, BK
+  /// Every dot in program order (dots[0] == dot), its B (bs[0] == b) and its
+  /// accumulator's iter_arg position (accIndices[0] == accIndex).
+  SmallVector<DotOp, kMaxDots> dots;
+  SmallVector<GemmOperand, kMaxDots> bs;
+  SmallVector<unsigned, kMaxDots> accIndices;
+
+  int64_t numDots() const { return static_cast<int64_t>(dots.size()); }
+  /// Columns of the accumulator the tensor cores compute: numDots() x BN.
+  int64_t accumulatorN() const { return numDots() * tileN; }
+  /// The tile whose A and B slots a ring stage holds: {BM, numDots() x BN, BK}.
+  SmallVector<int64_t, 3> ringTile() const { return {tileM, accumulatorN(), tileK}; }
 };
 
 /// Returns the GEMM structure of `kernel`, std::nullopt if it has no tessel.dot,

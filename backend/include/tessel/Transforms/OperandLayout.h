@@ -85,6 +85,22 @@ struct OperandLayout {
   int64_t strideByteOffset() const;
   /// The descriptor without its start address (bits 16..63).
   uint64_t descriptorHighBits() const;
+
+  /// A dual GEMM's B operand as its one wgmma (N = n x BN) reads it: n such
+  /// tiles side by side along MN. K-major: the rows of tile j follow those
+  /// of tile j - 1 in every box (outer x n); MN-major: tile j's boxes follow
+  /// tile j - 1's (inner x n). E.g. two K-major 128 x 64 bf16 tiles, 64B
+  /// swizzle (2 boxes of 64 B rows each):
+  ///   box 0: B1 rows 0..127, B3 rows 0..127 (k 0..31)   16 KiB
+  ///   box 1: B1 rows 0..127, B3 rows 0..127 (k 32..63)  16 KiB
+  OperandLayout sideBySide(int64_t n) const {
+    OperandLayout l = *this;
+    (mnMajor ? l.inner : l.outer) *= n;
+    return l;
+  }
+  /// Where tile j of sideBySide(n) starts (bytes from the combined tile's
+  /// start); its boxes are sideBySide(n).boxBytes() apart.
+  int64_t sideBySideOffset(int64_t j) const { return j * (mnMajor ? tileBytes() : boxBytes()); }
 };
 
 /// The unit-stride dimension of kernel argument `arg` of `fn`: the
@@ -95,11 +111,12 @@ FailureOr<int64_t> getContiguousDim(func::FuncOp fn, unsigned arg);
 /// Largest swizzle (128, 64, 32 bytes) dividing `innerBytes`, else 0 (none).
 int64_t naturalSwizzle(int64_t innerBytes);
 
-/// The layout of operand A (`isB` false) or B of `m` for swizzle `swizzle`
-/// (bytes, 0 = none). Fails with a diagnostic at the dot when the operand
-/// cannot use it (see rules L1-L3 in OperandLayout.cpp).
+/// The layout of operand A (`isB` false) or B of `m` (of dot `dot`: a dual
+/// GEMM has two Bs) for swizzle `swizzle` (bytes, 0 = none). Fails with a
+/// diagnostic at the dot when the operand cannot use it (see rules L1-L3 in
+/// OperandLayout.cpp; L5 for a dual GEMM's second B).
 FailureOr<OperandLayout> getOperandLayout(func::FuncOp fn, const GemmMatch &m, bool isB,
-                                          int64_t swizzle);
+                                          int64_t swizzle, unsigned dot = 0);
 
 /// The swizzle a kernel uses for both operands given options::swizzle
 /// (`requested`: 0 auto, -1 none, 32, 64, 128). Fails with a diagnostic naming

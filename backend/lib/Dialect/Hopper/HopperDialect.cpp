@@ -98,6 +98,13 @@ LogicalResult MmaScheduleOp::verify() {
     return emitOpError("k_steps and row_blocks must be >= 1 and wait_depth >= 0");
   if (getInstr() == "wgmma" && getShape()[0] != 64)
     return emitOpError() << "wgmma shape must be m64nNk16, got m" << getShape()[0];
+  if (auto n = getAccumulators()) {
+    if (*n < 1 || *n > 2 || getShape()[1] % (8 * *n) != 0)
+      return emitOpError() << "accumulators must be 1 or 2, each a multiple of 8 columns of N = "
+                           << getShape()[1] << ", got " << *n;
+    if (*n > 1 && getInstr() != "wgmma")
+      return emitOpError("two accumulators (a dual GEMM) need instr \"wgmma\"");
+  }
   return success();
 }
 

@@ -5,7 +5,10 @@
 // accumulator, loads of other tensors, casts) is evaluated element by
 // element on the wgmma accumulator layout (m64nNk16, f32: register r of
 // thread t holds row 16*warp + t%32/4 + 8*(r%4/2), column 8*(r/4) + 2*(t%4)
-// + r%2), so any elementwise chain is fused:
+// + r%2), so any elementwise chain is fused. A dual GEMM's accumulators are
+// one m64n(2 BN) fragment: the element at column c < BN reads register r of
+// the first dot and r + BN/2 (column c + BN) of the second, both held by the
+// same thread (selectAccRegisters):
 //
 //   tessel.store %v, %C[%m, %n] {hopper.store = "register_pairs"}
 //     ==> per register pair: the element expression, then bounds-checked
@@ -51,15 +54,15 @@ LogicalResult KernelBuilder::emitRegisterStore(StoreOp store, Value accFinal, Va
     return emitReduceStore(store, {accFinal}, wgmmaFragments(1), rowBase, colBase, lane);
   {
     auto ty = cast<RankedTensorType>(store.getValue().getType());
-    if (ty.getRank() != 2 || ty.getDimSize(0) != BM || ty.getDimSize(1) != BN)
-      return store.emitError() << "after the mainloop, stores must be " << BM << "x" << BN
+    if (ty.getRank() != 2 || ty.getDimSize(0) != BM || ty.getDimSize(1) != outBN)
+      return store.emitError() << "after the mainloop, stores must be " << BM << "x" << outBN
                                << " tiles (the accumulator's shape)";
     // Registers r and r+1 (r even) hold adjacent columns of one row: paired
     // stores in the tma schedule. (In the warp-specialized ones the paired
     // epilogue's register pressure makes ptxas serialise wgmma, C7514.)
     if (storePath(store) != "register_pairs") {
-      for (int64_t r = 0; r < BN / 2; ++r) {
-        accRegister = b.create<LLVM::ExtractValueOp>(loc, accFinal, r);
+      for (int64_t r = 0; r < outBN / 2; ++r) {
+        selectAccRegisters(accFinal, r);
         Value row = b.create<arith::AddIOp>(loc, rowBase, i32(8 * ((r % 4) / 2)));
         Value col = b.create<arith::AddIOp>(loc, colBase, i32(8 * (r / 4) + r % 2));
         if (failed(storeElement(store, {row, col})))
@@ -67,13 +70,13 @@ LogicalResult KernelBuilder::emitRegisterStore(StoreOp store, Value accFinal, Va
       }
       return success();
     }
-    for (int64_t r = 0; r < BN / 2; r += 2) {
+    for (int64_t r = 0; r < outBN / 2; r += 2) {
       Value row = b.create<arith::AddIOp>(loc, rowBase, i32(8 * ((r % 4) / 2)));
       Value col = b.create<arith::AddIOp>(loc, colBase, i32(8 * (r / 4)));
       Value col1 = b.create<arith::AddIOp>(loc, col, i32(1));
-      accRegister = b.create<LLVM::ExtractValueOp>(loc, accFinal, r);
+      selectAccRegisters(accFinal, r);
       auto v0 = element(store.getValue(), {row, col});
-      accRegister = b.create<LLVM::ExtractValueOp>(loc, accFinal, r + 1);
+      selectAccRegisters(accFinal, r + 1);
       auto v1 = element(store.getValue(), {row, col1});
       if (failed(v0) || failed(v1) || failed(storePair(store, row, col, *v0, *v1)))
         return failure();
@@ -176,9 +179,9 @@ LogicalResult KernelBuilder::stageChunk(TmaParam &t, Value acc, Value rowBlock, 
   auto pairAt = [&](int64_t r) -> FailureOr<std::pair<Value, Value>> {
     Value row = b.create<arith::AddIOp>(loc, row0, i32(8 * ((r % 4) / 2)));
     Value col = b.create<arith::AddIOp>(loc, colLane, i32(8 * (r / 4)));
-    accRegister = b.create<LLVM::ExtractValueOp>(loc, acc, r);
+    selectAccRegisters(acc, r);
     auto v0 = element(store.getValue(), {row, col});
-    accRegister = b.create<LLVM::ExtractValueOp>(loc, acc, r + 1);
+    selectAccRegisters(acc, r + 1);
     auto v1 = element(store.getValue(), {row, b.create<arith::AddIOp>(loc, col, i32(1))});
     if (failed(v0) || failed(v1))
       return failure();
@@ -279,7 +282,7 @@ LogicalResult KernelBuilder::emitConsumerEpilogue(ArrayRef<Value> accs, Value fi
   // across tiles (rule E1 relies on strict alternation).
   int64_t perTile = 0;
   for (StoreOp s : staged)
-    perTile += accs.size() * BN * s.getRef().getType().getElementType().getIntOrFloatBitWidth() /
+    perTile += accs.size() * outBN * s.getRef().getType().getElementType().getIntOrFloatBitWidth() /
                8 / 128;
   Value sequence = b.create<arith::MulIOp>(loc, tileIter, i32(perTile));
   int64_t q = 0;
@@ -306,7 +309,7 @@ LogicalResult KernelBuilder::emitConsumerEpilogue(ArrayRef<Value> accs, Value fi
           return failure();
         continue;
       }
-      int64_t chunks = BN * store.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8 / 128;
+      int64_t chunks = outBN * store.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8 / 128;
       for (int64_t c = 0; c < chunks; ++c, ++q)
         if (failed(stageChunk(*it, acc, rowBlock, c, inWg, consumer,
                               b.create<arith::AddIOp>(loc, sequence, i32(q)),
@@ -377,7 +380,7 @@ KernelBuilder::wgmmaFragments(int64_t rowBlocks) const {
   // column 8 * (r / 4) + r % 2 from its base in the 64-row block.
   SmallVector<FragmentElement> frags;
   for (int64_t i = 0; i < rowBlocks; ++i)
-    for (int64_t r = 0; r < BN / 2; ++r)
+    for (int64_t r = 0; r < outBN / 2; ++r)
       frags.push_back({i, r, 64 * i + 8 * ((r % 4) / 2), 8 * (r / 4) + r % 2});
   return frags;
 }
@@ -438,7 +441,7 @@ LogicalResult KernelBuilder::emitReduceStore(StoreOp store, ArrayRef<Value> accs
         continue;
       Value row = b.create<arith::AddIOp>(loc, rowBase, i32(f.row));
       Value col = b.create<arith::AddIOp>(loc, colBase, i32(f.col));
-      accRegister = b.create<LLVM::ExtractValueOp>(loc, accs[f.acc], f.reg);
+      selectAccRegisters(accs[f.acc], f.reg);
       auto e = element(reduce.getSrc(), {row, col});
       if (failed(e))
         return failure();
@@ -521,8 +524,8 @@ LogicalResult KernelBuilder::msEpilogue(const MultistagePlan &p, Value acc) {
       return emitReduceStore(store, {acc}, frags, rowBase, colBase, p.lane);
     }
     auto ty = cast<RankedTensorType>(store.getValue().getType());
-    if (ty.getRank() != 2 || ty.getDimSize(0) != BM || ty.getDimSize(1) != BN)
-      return store.emitError() << "after the mainloop, stores must be " << BM << "x" << BN
+    if (ty.getRank() != 2 || ty.getDimSize(0) != BM || ty.getDimSize(1) != outBN)
+      return store.emitError() << "after the mainloop, stores must be " << BM << "x" << outBN
                                << " tiles (the accumulator's shape)";
     // C fragment of tile (mi, ni): c0, c1 at (g, 2t), (g, 2t+1); c2, c3 at
     // row g + 8. Each pair is two adjacent columns of one row: storePair.
@@ -532,9 +535,9 @@ LogicalResult KernelBuilder::msEpilogue(const MultistagePlan &p, Value acc) {
           Value row = b.create<arith::AddIOp>(loc, rowBase, i32(16 * mi + 8 * h));
           Value col = b.create<arith::AddIOp>(loc, colBase, i32(8 * ni));
           Value col1 = b.create<arith::AddIOp>(loc, col, i32(1));
-          accRegister = b.create<LLVM::ExtractValueOp>(loc, acc, p.accIndex(mi, ni, 2 * h));
+          selectAccRegisters(acc, p.accIndex(mi, ni, 2 * h));
           auto v0 = element(store.getValue(), {row, col});
-          accRegister = b.create<LLVM::ExtractValueOp>(loc, acc, p.accIndex(mi, ni, 2 * h + 1));
+          selectAccRegisters(acc, p.accIndex(mi, ni, 2 * h + 1));
           auto v1 = element(store.getValue(), {row, col1});
           if (failed(v0) || failed(v1) || failed(storePair(store, row, col, *v0, *v1)))
             return failure();

@@ -275,8 +275,10 @@ private:
   LogicalResult issueStage(Value j, Value s);
   /// The TMA boxes of one operand tile (layout `l`) at k offset `kv` into the
   /// shared tile at `dst`; `cs` > 1: this CTA's 1/cs of it, multicast.
+  /// Box i goes to dst + i * boxStride (0: l.boxBytes(); a dual GEMM's B
+  /// tiles interleave their boxes, OperandLayout::sideBySide).
   LogicalResult issueOperand(const OperandLayout &l, GemmOperand op, TmaParam &t, Value kv,
-                             Value dst, Value full, int64_t cs);
+                             Value dst, Value full, int64_t cs, int64_t boxStride = 0);
 
   func::FuncOp fn;
   std::optional<GemmMatch> gemm;
@@ -289,7 +291,8 @@ private:
   hopper::MmaScheduleOp mmaOp;
   hopper::EpilogueOp epilogueOp;
   hopper::ResourcesOp resourcesOp;
-  std::array<hopper::AsyncLoadOp, 2> asyncLoads; ///< A, B
+  /// A, then each dot's B (a dual GEMM has two).
+  SmallVector<hopper::AsyncLoadOp, 3> asyncLoads;
   bool multistage = false;            ///< cp.async ring, mma.sync
   bool inlineProducer = false;        ///< tma: thread 0 of the consumers refills
   bool persistent = false;            ///< persistent tile scheduler
@@ -306,21 +309,33 @@ private:
 
   LLVM::LLVMFuncOp kernel;
   SmallVector<RefParams> refs;
-  SmallVector<TmaParam> tma;   // [0] = A, [1] = B for GEMM kernels
+  /// GEMM kernels: [0] = A, [1 + j] = the B of dot j, then staged stores.
+  SmallVector<TmaParam> tma;
   DenseMap<Value, Value> scalars;
   Value smemBase32, tid;
   unsigned threads = kThreadsPerWarpgroup;
   int64_t smemBytes = 0;
 
   // GEMM state.
-  Value accLoopResult;          ///< the tessel loop result that holds the accumulator
-  Value accRegister;            ///< f32 register of the element being evaluated
+  /// The tessel loop results that hold the accumulators, one per dot (a
+  /// dual GEMM has two), and while an element is evaluated, each one's f32
+  /// register for it (selectAccRegisters).
+  SmallVector<Value, 2> accLoopResults, accRegisters;
+  /// Evaluating the element of fragment register `r` (a column < outBN) of
+  /// `acc`: dot j's accumulator is register r + j * outBN / 2 (the wgmma
+  /// fragment of column c + j * outBN, which the same thread holds).
+  void selectAccRegisters(Value acc, int64_t r);
   Value lb, step, nk;
-  int64_t BM = 0, BN = 0, BK = 0, eltBytes = 2;
+  /// BN: the accumulator's columns, as the tensor cores compute them
+  /// (numAccs x the tile's N); outBN: the tile's N, which the epilogue stores.
+  int64_t BM = 0, BN = 0, BK = 0, eltBytes = 2, outBN = 0, numAccs = 1;
   Type elt;
   int64_t aBytes = 0, bBytes = 0, stages = 0;
-  /// Shared-memory layouts of the A and B tiles (TMA-fed schedules).
+  /// Shared-memory layouts of the A and B tiles (TMA-fed schedules): bLayout
+  /// is B as the wgmma reads it (a dual GEMM's two B tiles side by side,
+  /// OperandLayout::sideBySide), bLoads[j] the tile dot j loads.
   OperandLayout aLayout, bLayout;
+  SmallVector<OperandLayout, 2> bLoads;
   /// Persistent schedules: the user's grid (i32 x 3) and the program ids of
   /// the tile being computed (empty: program ids are %ctaid).
   SmallVector<Value, 3> gridParams;

@@ -4,8 +4,8 @@
 // (`hopper.ring`, its two `hopper.async_load`s, the `hopper.produce` step):
 // the full / empty mbarriers' addresses, one stage's fill (arrive_expect_tx
 // of the stage's bytes, then the TMA boxes of A and B, multicast in a
-// cluster), and a consumer's release of a stage (on every CTA of the
-// cluster).
+// cluster; a dual GEMM's two B tiles side by side), and a consumer's release
+// of a stage (on every CTA of the cluster).
 //
 //   hopper.ring "ab" stages 4 copy "tma" stage_bytes 32768
 //   %a = hopper.async_load %A[%m, %k] into "ab"[0] {box = array<i64: 64, 128>, ...}
@@ -40,9 +40,16 @@ LogicalResult KernelBuilder::issueStage(Value j, Value s) {
   Value aDst = smemAddr(b.create<arith::MulIOp>(loc, s, i32(aBytes)));
   Value bDst = smemAddr(b.create<arith::AddIOp>(
       loc, i32(bOff), b.create<arith::MulIOp>(loc, s, i32(bBytes))));
-  if (failed(issueOperand(aLayout, gemm->a, tma[0], kv, aDst, full, clusterY)) ||
-      failed(issueOperand(bLayout, gemm->b, tma[1], kv, bDst, full, clusterX)))
+  if (failed(issueOperand(aLayout, gemm->a, tma[0], kv, aDst, full, clusterY)))
     return failure();
+  // A dual GEMM: B of dot j into its place among the B tiles side by side
+  // (OperandLayout::sideBySide); one B: at bDst, boxes as its layout has them.
+  for (auto [j, l] : llvm::enumerate(bLoads)) {
+    Value dst = j ? b.create<arith::AddIOp>(loc, bDst, i32(l.sideBySideOffset(j))) : bDst;
+    if (failed(issueOperand(l, gemm->bs[j], tma[1 + j], kv, dst, full, clusterX,
+                            bLayout.boxBytes())))
+      return failure();
+  }
   return success();
 }
 
@@ -61,7 +68,8 @@ LogicalResult KernelBuilder::issueStage(Value j, Value s) {
 // rows [r * outer / cs, (r + 1) * outer / cs) of every box into the same
 // offset of every CTA; each CTA's full barrier expects the whole stage.
 LogicalResult KernelBuilder::issueOperand(const OperandLayout &l, GemmOperand op, TmaParam &t,
-                                          Value kv, Value dst, Value full, int64_t cs) {
+                                          Value kv, Value dst, Value full, int64_t cs,
+                                          int64_t boxStride) {
   auto offOrFail = offsetScalars(op.offsets(), kv);
   if (failed(offOrFail))
     return failure();
@@ -82,7 +90,8 @@ LogicalResult KernelBuilder::issueOperand(const OperandLayout &l, GemmOperand op
   }
   auto copyBox = [&](Value i) {
     Value x = b.create<arith::AddIOp>(loc, innerOff, b.create<arith::MulIOp>(loc, i, i32(l.boxInner())));
-    Value d = b.create<arith::AddIOp>(loc, dst, b.create<arith::MulIOp>(loc, i, i32(l.boxBytes())));
+    Value d = b.create<arith::AddIOp>(
+        loc, dst, b.create<arith::MulIOp>(loc, i, i32(boxStride ? boxStride : l.boxBytes())));
     SmallVector<Value, 3> coords = {x, outerOff};
     if (batchOff)
       coords.push_back(batchOff);

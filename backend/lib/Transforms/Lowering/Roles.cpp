@@ -356,6 +356,9 @@ LogicalResult KernelBuilder::lowerAllWarps() {
     return mmaOp.emitError("an mma.sync schedule needs its warps and warp_tile");
   p.warps = {(*warpTile)[0], (*warpTile)[1], (*warps)[0], (*warps)[1]};
   p.kSteps = BK / 16;
+  if (numAccs != 1)
+    return mmaOp.emitError("an mma.sync schedule holds one accumulator; a dual GEMM needs wgmma "
+                           "(run tessel-select-schedule, which checks its rules)");
   if ((BK != 32 && BK != 64) || eltBytes != 2 || BM % p.warps.wm || BN % p.warps.wn ||
       stages < 2 || p.warps.count() > 8)
     return fn.emitError() << "schedule 'multistage' cannot build tile " << BM << "x" << BN << "x"

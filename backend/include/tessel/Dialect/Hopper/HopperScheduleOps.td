@@ -83,8 +83,9 @@ def Hopper_AsyncLoadOp : Hopper_Op<"async_load"> {
   let summary = "a mainloop operand tile, copied asynchronously through a ring";
   let description = [{
     Replaces the mainloop's `tessel.load` of a dot operand: the tile at
-    `ref[offsets]` arrives in slot `slot` (0: A, 1: B) of every stage of the
-    ring named `into`, ahead of its use. The attributes say how:
+    `ref[offsets]` arrives in slot `slot` (0: A, 1: B, 2: the second B of a
+    dual GEMM, side by side with the first) of every stage of the ring named
+    `into`, ahead of its use. The attributes say how:
 
     - `copy "tma"`: `boxes` TMA boxes of `box` elements (innermost first),
       `swizzle` bytes (0: none), `mn_major` when the tensor's unit stride is
@@ -188,8 +189,14 @@ def Hopper_MmaScheduleOp : Hopper_Op<"mma_schedule"> {
     `instr "mma.sync"`: warps of `warp_tile` in a `warps` grid, `mma.sync`
     of `shape` (m16n8k16) from `ldmatrix` fragments, `k_steps` per stage.
 
+    `accumulators = 2` (a dual GEMM): the wgmma's N columns are two
+    accumulators side by side, columns [0, N/2) the first dot's and
+    [N/2, N) the second's (absent: one).
+
     ```mlir
     hopper.mma_schedule "wgmma" shape [64, 256, 16] k_steps 4 row_blocks 1 wait_depth 1
+    hopper.mma_schedule "wgmma" shape [64, 256, 16] k_steps 4 row_blocks 1 wait_depth 1
+        {accumulators = 2 : i64}    // dual GEMM, BN = 128
     ```
     PTX: `wgmma.fence.sync.aligned; wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 ...;
     wgmma.commit_group.sync.aligned; wgmma.wait_group.sync.aligned 1;`
@@ -197,7 +204,8 @@ def Hopper_MmaScheduleOp : Hopper_Op<"mma_schedule"> {
   let arguments = (ins StrAttr:$instr, DenseI64ArrayAttr:$shape, I64Attr:$k_steps,
                        I64Attr:$row_blocks, I64Attr:$wait_depth,
                        OptionalAttr<DenseI64ArrayAttr>:$warps,
-                       OptionalAttr<DenseI64ArrayAttr>:$warp_tile);
+                       OptionalAttr<DenseI64ArrayAttr>:$warp_tile,
+                       OptionalAttr<I64Attr>:$accumulators);
   let assemblyFormat = [{
     $instr `shape` $shape `k_steps` $k_steps `row_blocks` $row_blocks `wait_depth` $wait_depth
     attr-dict

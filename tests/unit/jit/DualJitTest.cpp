@@ -1,0 +1,153 @@
+//===- DualJitTest.cpp - dual GEMMs through the JIT, no GPU ----------------===//
+//
+// A dual GEMM (two ts::dot sharing the A tile, tests/support/dual_kernels.hpp)
+// compiles to a cubin in every schedule that can hold its two accumulators:
+// one wgmma m64n(2 BN)k16 per k16 step, each B tile its own TMA loads, no
+// spills. What cannot be built is a tessel::error at ts::jit naming the rule
+// (schedule multistage, a pingpong tile too large for two accumulators, BN >
+// 128, three dots, dots not sharing A). The number of dots in a loop is known
+// only when the program is traced, so these are ts::jit errors, not
+// static_asserts. No GPU is needed.
+//
+//===----------------------------------------------------------------------===//
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "dual_kernels.hpp"
+#include "scoped_env.hpp"
+
+namespace ts = tessel;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+namespace {
+
+class DualJit : public ::testing::Test {
+protected:
+  tessel_test::scoped_env fresh{"TESSEL_DISABLE_CACHE", "1"};
+  tessel_test::scoped_env quiet{"TESSEL_FALLBACK", "quiet"};
+};
+
+/// ts::jit's error message ("" when it compiles).
+template <class F>
+std::string jitError(const F& f, const ts::options& o) {
+  try {
+    ts::jit(f, o);
+  } catch (const ts::error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void expectDual(const ts::kernel& k, int accN) {
+  EXPECT_THAT(k.stage("schedule-mma"), HasSubstr("{accumulators = 2 : i64}"));
+  std::string ptx = k.stage("ptx");
+  EXPECT_THAT(ptx, HasSubstr("wgmma.mma_async.sync.aligned.m64n" + std::to_string(accN) + "k16.f32.bf16.bf16"));
+  EXPECT_THAT(ptx, Not(HasSubstr("wgmma.mma_async.sync.aligned.m64n" + std::to_string(accN / 2) + "k16")));
+  EXPECT_THAT(k.stage("ptxas.log"), HasSubstr(" 0 bytes spill stores, 0 bytes spill loads"));
+}
+
+struct config {
+  const char* name;
+  ts::options options;
+};
+
+TEST_F(DualJit, SwigluInEveryScheduleThatHoldsTwoAccumulators) {
+  const config wide[] = {
+      {"tma", {.schedule = ts::schedule::tma}},
+      {"warp_specialized", {.schedule = ts::schedule::warp_specialized}},
+      {"cooperative", {.schedule = ts::schedule::cooperative}},
+      {"cooperative data-parallel",
+       {.schedule = ts::schedule::cooperative, .decomposition = ts::decomposition::data_parallel}},
+      {"cooperative 2x1", {.schedule = ts::schedule::cooperative, .cluster = {2, 1}}},
+      {"cooperative 1x2", {.schedule = ts::schedule::cooperative, .cluster = {1, 2}}},
+      {"cooperative swizzle 64", {.schedule = ts::schedule::cooperative, .swizzle = 64}},
+      {"cooperative swizzle 32", {.schedule = ts::schedule::cooperative, .swizzle = 32}},
+  };
+  for (const config& c : wide) {
+    SCOPED_TRACE(c.name);
+    ts::kernel k = ts::jit(tessel_test::swiglu<128, 128>{}, c.options);
+    expectDual(k, 256);
+  }
+  // pingpong holds a whole tile's two accumulators per consumer: 64 x 128.
+  for (ts::decomposition d : {ts::decomposition::automatic, ts::decomposition::data_parallel}) {
+    ts::kernel k = ts::jit(tessel_test::swiglu<64, 128>{}, {.schedule = ts::schedule::pingpong, .decomposition = d});
+    expectDual(k, 256);
+  }
+  // A narrower tile: N = 2 x 64.
+  ts::kernel k = ts::jit(tessel_test::swiglu<128, 64>{}, {.schedule = ts::schedule::cooperative});
+  expectDual(k, 128);
+}
+
+TEST_F(DualJit, EveryEpilogueOutputAndNMajorWeights) {
+  for (ts::schedule s : {ts::schedule::cooperative, ts::schedule::tma}) {
+    SCOPED_TRACE(ts::to_string(s));
+    ts::kernel k = ts::jit(tessel_test::dual_outputs<128, 128>{}, {.schedule = s});
+    expectDual(k, 256);
+    EXPECT_THAT(k.stage("ptx"), HasSubstr(".max.s32"));  // the row amax
+  }
+  ts::kernel pp = ts::jit(tessel_test::dual_outputs<64, 128>{}, {.schedule = ts::schedule::pingpong});
+  expectDual(pp, 256);
+  ts::kernel nm = ts::jit(tessel_test::swiglu_n_major<128, 128>{}, {.schedule = ts::schedule::cooperative});
+  expectDual(nm, 256);
+  EXPECT_THAT(nm.stage("insert-async-copies"), HasSubstr("mn_major"));
+}
+
+TEST_F(DualJit, SchedulesThatCannotHoldTwoAccumulators) {
+  EXPECT_THAT(jitError(tessel_test::swiglu<128, 128>{}, {.schedule = ts::schedule::multistage}),
+              HasSubstr("error: schedule 'multistage' cannot hold the two accumulators of a dual GEMM: use "
+                        "'cooperative' or 'pingpong' (or 'tma', 'warp_specialized')"));
+  EXPECT_THAT(jitError(tessel_test::swiglu<128, 128>{}, {.schedule = ts::schedule::pingpong}),
+              HasSubstr("error: schedule 'pingpong' keeps both accumulators of a whole tile per consumer "
+                        "warpgroup: BM x BN must be at most 64 x 128 for a dual GEMM, got 128 x 128 (use BM "
+                        "= 64, or schedule 'cooperative')"));
+  EXPECT_THAT(jitError(tessel_test::swiglu<128, 256>{}, {.schedule = ts::schedule::cooperative}),
+              HasSubstr("error: a dual GEMM computes both dots with one wgmma of N = 2 x BN <= 256 (its two "
+                        "accumulators side by side): BN must be at most 128, got 256"));
+}
+
+/// Three dots on one A.
+struct three_dots {
+  static constexpr auto BM = ts::c<128>, BN = ts::c<64>, BK = ts::c<64>;
+  void operator()(ts::tensor<ts::bf16, 2> A, ts::tensor<ts::bf16, 2> W1, ts::tensor<ts::bf16, 2> W2,
+                  ts::tensor<ts::bf16, 2> W3, ts::tensor<ts::bf16, 2> H) const {
+    auto m = ts::program_id(0) * BM, n = ts::program_id(1) * BN;
+    auto x = ts::zeros<ts::f32>(BM, BN), y = ts::zeros<ts::f32>(BM, BN), z = ts::zeros<ts::f32>(BM, BN);
+    for (auto k : ts::range(0, A.size(1), BK)) {
+      auto a = A.load({m, k}, BM, BK);
+      x += ts::dot(a, W1.load({n, k}, BN, BK).T());
+      y += ts::dot(a, W2.load({n, k}, BN, BK).T());
+      z += ts::dot(a, W3.load({n, k}, BN, BK).T());
+    }
+    H.store({m, n}, ts::cast<ts::bf16>(x + y + z));
+  }
+};
+
+/// Two dots with different A tiles.
+struct two_a {
+  static constexpr auto BM = ts::c<128>, BN = ts::c<128>, BK = ts::c<64>;
+  void operator()(ts::tensor<ts::bf16, 2> A, ts::tensor<ts::bf16, 2> A2, ts::tensor<ts::bf16, 2> W,
+                  ts::tensor<ts::bf16, 2> H) const {
+    auto m = ts::program_id(0) * BM, n = ts::program_id(1) * BN;
+    auto x = ts::zeros<ts::f32>(BM, BN), y = ts::zeros<ts::f32>(BM, BN);
+    for (auto k : ts::range(0, A.size(1), BK)) {
+      x += ts::dot(A.load({m, k}, BM, BK), W.load({n, k}, BN, BK).T());
+      y += ts::dot(A2.load({m, k}, BM, BK), W.load({n, k}, BN, BK).T());
+    }
+    H.store({m, n}, ts::cast<ts::bf16>(x * y));
+  }
+};
+
+TEST_F(DualJit, ProgramsThatAreNotADualGemm) {
+  EXPECT_THAT(jitError(three_dots{}, {.schedule = ts::schedule::cooperative}),
+              HasSubstr("error: 'tessel.dot' op a kernel may hold one tessel.dot (one GEMM mainloop), or two "
+                        "that share the A tile (a dual GEMM)"));
+  EXPECT_THAT(jitError(two_a{}, {.schedule = ts::schedule::cooperative}),
+              HasSubstr("error: 'tessel.dot' op the two dots of a dual GEMM must share the A tile (one tile "
+                        "variable: auto a = A.load(...); ts::dot(a, ...) twice)"));
+}
+
+}  // namespace
