@@ -273,6 +273,59 @@ __global__ void alpha_beta_kernel(float* ref, const __nv_bfloat16* c0, float alp
     ref[i] = alpha * ref[i] + beta * __bfloat162float(c0[i]);
 }
 
+__global__ void scale_columns_f32_kernel(float* ref, const float* scale, std::int64_t M, std::int64_t N) {
+  std::size_t n_all = std::size_t(M) * std::size_t(N);
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n_all; i += std::size_t(gridDim.x) * blockDim.x)
+    ref[i] *= scale[i % std::size_t(N)];
+}
+
+__global__ void scale_columns_bf16_kernel(__nv_bfloat16* c, const float* scale, std::int64_t M, std::int64_t N) {
+  std::size_t n_all = std::size_t(M) * std::size_t(N);
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n_all; i += std::size_t(gridDim.x) * blockDim.x)
+    c[i] = __float2bfloat16_rn(__bfloat162float(c[i]) * scale[i % std::size_t(N)]);
+}
+
+// |x| as bits: non-negative floats order like their bits as integers, and +NaN lies above +inf.
+__device__ __forceinline__ unsigned abs_bits(__nv_bfloat16 v) {
+  return (unsigned(__bfloat16_as_ushort(v)) << 16) & 0x7fffffffu;
+}
+__device__ __forceinline__ unsigned abs_bits(float v) { return __float_as_uint(v) & 0x7fffffffu; }
+// The largest |x| of the elements packed in one 32-bit word.
+__device__ __forceinline__ unsigned abs_bits_word(unsigned w, __nv_bfloat16*) {
+  return max(w & 0x7fff0000u, (w << 16) & 0x7fffffffu);
+}
+__device__ __forceinline__ unsigned abs_bits_word(unsigned w, float*) { return w & 0x7fffffffu; }
+
+template <class T>
+__global__ void row_amax_kernel(const T* x, std::int64_t M, std::int64_t N, std::int64_t ld, float* amax) {
+  __shared__ unsigned s_warp[kThreads / 32];
+  for (std::int64_t row = blockIdx.x; row < M; row += gridDim.x) {
+    const T* r = x + row * ld;
+    unsigned m = 0;
+    std::int64_t tail = 0;
+    if ((reinterpret_cast<std::uintptr_t>(r) & 15u) == 0) {  // 16-byte loads of the aligned part
+      constexpr int kPer = 16 / sizeof(T);
+      const std::int64_t vecs = N / kPer;
+      const uint4* rv = reinterpret_cast<const uint4*>(r);
+      for (std::int64_t i = threadIdx.x; i < vecs; i += blockDim.x) {
+        const uint4 q = rv[i];
+        m = max(m, max(max(abs_bits_word(q.x, (T*)nullptr), abs_bits_word(q.y, (T*)nullptr)),
+                       max(abs_bits_word(q.z, (T*)nullptr), abs_bits_word(q.w, (T*)nullptr))));
+      }
+      tail = vecs * kPer;
+    }
+    for (std::int64_t i = tail + threadIdx.x; i < N; i += blockDim.x) m = max(m, abs_bits(r[i]));
+    for (int o = 16; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
+    if (threadIdx.x % 32 == 0) s_warp[threadIdx.x / 32] = m;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int w = 1; w < kThreads / 32; ++w) m = max(m, s_warp[w]);
+      amax[row] = __uint_as_float(m);
+    }
+    __syncthreads();  // s_warp is reused by the next row
+  }
+}
+
 __global__ void spin_kernel(unsigned long long ns) {
   unsigned long long t0, t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
@@ -368,6 +421,36 @@ void alpha_beta_f32_inplace(float* ref, const void* c0_bf16, float alpha, float 
   alpha_beta_kernel<<<blocks_for(n), kThreads, 0, stream>>>(ref, static_cast<const __nv_bfloat16*>(c0_bf16), alpha,
                                                             beta, n);
   TB_CUDA_LAUNCHED("alpha_beta_f32_inplace");
+}
+
+void scale_columns_f32_inplace(float* ref, const float* scale, std::int64_t M, std::int64_t N, cudaStream_t stream) {
+  std::size_t n = std::size_t(M) * std::size_t(N);
+  if (!n) return;
+  scale_columns_f32_kernel<<<blocks_for(n), kThreads, 0, stream>>>(ref, scale, M, N);
+  TB_CUDA_LAUNCHED("scale_columns_f32_inplace");
+}
+
+void scale_columns_bf16_inplace(void* c_bf16, const float* scale, std::int64_t M, std::int64_t N,
+                                cudaStream_t stream) {
+  std::size_t n = std::size_t(M) * std::size_t(N);
+  if (!n) return;
+  scale_columns_bf16_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(c_bf16), scale, M, N);
+  TB_CUDA_LAUNCHED("scale_columns_bf16_inplace");
+}
+
+void row_amax_bf16(const void* x_bf16, std::int64_t M, std::int64_t N, std::int64_t ld, float* amax,
+                   cudaStream_t stream) {
+  if (M <= 0) return;
+  const unsigned blocks = unsigned(std::min<std::int64_t>(M, 132 * 16));
+  row_amax_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const __nv_bfloat16*>(x_bf16), M, N, ld, amax);
+  TB_CUDA_LAUNCHED("row_amax_bf16");
+}
+
+void row_amax_f32(const float* x, std::int64_t M, std::int64_t N, std::int64_t ld, float* amax, cudaStream_t stream) {
+  if (M <= 0) return;
+  const unsigned blocks = unsigned(std::min<std::int64_t>(M, 132 * 16));
+  row_amax_kernel<<<blocks, kThreads, 0, stream>>>(x, M, N, ld, amax);
+  TB_CUDA_LAUNCHED("row_amax_f32");
 }
 
 std::vector<std::uint16_t> to_host_bf16(const void* p, std::size_t n) {
@@ -733,6 +816,7 @@ const float* gemm_problem::reference(lt_context& lt, cudaStream_t stream) {
       bias_gelu_f32_inplace(r.as<float>(), bias(0), M, N, stream);
     else if (with_bias())
       bias_relu_f32_inplace(r.as<float>(), bias(0), M, N, stream);
+    if (col_scale()) scale_columns_f32_inplace(r.as<float>(), col_scale(), M, N, stream);
     TB_CUDA(cudaStreamSynchronize(stream));
     ref_ = std::move(r);
   }
@@ -745,6 +829,12 @@ void gemm_problem::add_c0(float alpha_, float beta_, std::uint64_t seed, cudaStr
   fill_uniform_bf16(c0_.back().get(), std::size_t(M) * std::size_t(N), seed * 1000003ull + 977, -1.f, 1.f, stream);
   alpha = alpha_;
   beta = beta_;
+  ref_ = device_buffer();  // a reference computed before no longer applies
+}
+
+void gemm_problem::add_col_scale(std::uint64_t seed, float lo, float hi, cudaStream_t stream) {
+  col_scale_ = device_buffer(std::size_t(N) * 4);
+  fill_uniform_f32(col_scale_.as<float>(), std::size_t(N), seed * 1000003ull + 983, lo, hi, stream);
   ref_ = device_buffer();  // a reference computed before no longer applies
 }
 
@@ -907,21 +997,34 @@ compare_report compare_with_cublas(const launch_fn& candidate, const output_laun
     r.guard = out.check(stream);
     out.copy_to_dense(p.C(0), stream);
     r.candidate_check = p.check_set0(lt, stream);
+    if (cfg.verify) r.verify_ok = cfg.verify(r.verify_lines);
     p.poison(0, stream);
     cublas.run(p.A(0), p.B(0), p.C(0), stream);
+    if (p.col_scale()) {  // cuBLASLt has no column scale: apply it to its output (one more bf16 rounding)
+      scale_columns_bf16_inplace(p.C(0), p.col_scale(), p.M, p.N, stream);
+      r.cublas_col_scaled = true;
+    }
     TB_CUDA(cudaStreamSynchronize(stream));
     r.cublas_check = p.check_set0(lt, stream);
     r.checked = true;
-    r.check_ok = r.candidate_check.ok(cfg.tol) && r.guard.ok();
+    r.check_ok = r.candidate_check.ok(cfg.tol) && r.guard.ok() && r.verify_ok;
   }
   if (cfg.time) {
     launch_fn ref = [&](int i, cudaStream_t s) { cublas.run(p.A(i), p.B(i), p.C(i), s); };
-    auto t = time_interleaved({candidate, ref}, cfg.timing, stream, nvml);
+    std::vector<launch_fn> fns{candidate, ref};
+    for (const named_launch& a : cfg.also_time) fns.push_back(a.launch);
+    auto t = time_interleaved(fns, cfg.timing, stream, nvml);
     r.candidate = t[0];
     r.cublas = t[1];
     r.candidate_tflops = tflops(p.flops(), r.candidate.median_ms);
     r.cublas_tflops = tflops(p.flops(), r.cublas.median_ms);
     r.ratio = r.cublas_tflops > 0 ? r.candidate_tflops / r.cublas_tflops : 0;
+    for (std::size_t a = 0; a < cfg.also_time.size(); ++a) {
+      r.also_names.push_back(cfg.also_time[a].name);
+      r.also.push_back(t[2 + a]);
+      r.also_tflops.push_back(tflops(p.flops(), t[2 + a].median_ms));
+      r.also_ratio.push_back(r.also_tflops.back() > 0 ? r.candidate_tflops / r.also_tflops.back() : 0);
+    }
     r.timed = true;
   }
   return r;
@@ -947,8 +1050,10 @@ std::string format_report(const compare_report& r, const char* candidate, const 
                   r.check_ok ? "PASS" : "FAIL", cfg.tol);
     os << buf;
     os << "          guards    " << r.guard.str() << "  (C in padded rows, a sentinel around it)\n";
-    std::snprintf(buf, sizeof buf, "          %-9s %s  (cuBLASLt bf16 out vs the same f32 reference)\n", "cuBLASLt",
-                  r.cublas_check.str().c_str());
+    os << r.verify_lines;
+    std::snprintf(buf, sizeof buf, "          %-9s %s  (cuBLASLt bf16 out%s vs the same f32 reference)\n", "cuBLASLt",
+                  r.cublas_check.str().c_str(),
+                  r.cublas_col_scaled ? ", times the column scale in bf16 afterwards," : "");
     os << buf;
   } else {
     os << "  check:  skipped (--no-check)\n";
@@ -958,17 +1063,25 @@ std::string format_report(const compare_report& r, const char* candidate, const 
                 "  timing: CUDA events around batches of %d launches, %zu batches each, interleaved, median\n",
                 r.candidate.batch, r.candidate.samples_ms.size());
   os << buf;
-  os << "             ms/launch    TFLOP/s    min..max ms/launch   SM MHz  power W  host us/launch\n";
+  int w = 9;  // name column
+  for (const std::string& n : r.also_names) w = std::max(w, int(n.size()));
+  os << std::string(std::size_t(4 + w), ' ')
+     << "ms/launch    TFLOP/s    min..max ms/launch   SM MHz  power W  host us/launch\n";
   auto row = [&](const char* name, const timing& t, double tf) {
-    std::snprintf(buf, sizeof buf, "    %-9s %9.4f  %9.1f    %8.4f..%-8.4f   %6s  %7s  %8.1f\n", name, t.median_ms, tf,
+    std::snprintf(buf, sizeof buf, "    %-*s %9.4f  %9.1f    %8.4f..%-8.4f   %6s  %7s  %8.1f\n", w, name, t.median_ms, tf,
                   t.min_ms, t.max_ms, t.median_sm_mhz ? std::to_string(t.median_sm_mhz).c_str() : "n/a",
                   t.median_power_w ? std::to_string(t.median_power_w).c_str() : "n/a", t.enqueue_us);
     os << buf;
   };
   row(candidate, r.candidate, r.candidate_tflops);
   row("cuBLASLt", r.cublas, r.cublas_tflops);
+  for (std::size_t a = 0; a < r.also.size(); ++a) row(r.also_names[a].c_str(), r.also[a], r.also_tflops[a]);
   std::snprintf(buf, sizeof buf, "  ratio %s/cuBLAS = %.3f\n", candidate, r.ratio);
   os << buf;
+  for (std::size_t a = 0; a < r.also.size(); ++a) {
+    std::snprintf(buf, sizeof buf, "  ratio %s/(%s) = %.3f\n", candidate, r.also_names[a].c_str(), r.also_ratio[a]);
+    os << buf;
+  }
   if (!nvml || !nvml->available())
     os << "  SM clock: not read (" << (nvml ? nvml->why() : std::string("no NVML")) << "); max SM clock "
        << dev.max_sm_clock_mhz << " MHz (cudaDevAttrClockRate)\n";

@@ -138,6 +138,20 @@ void bias_gelu_f32_inplace(float* ref, const void* bias_bf16, std::int64_t M, st
 /// ref[m*N + n] = max(ref[m*N + n] + float(bias[n]), 0) for an M x N f32 matrix and bf16 bias.
 void bias_relu_f32_inplace(float* ref, const void* bias_bf16, std::int64_t M, std::int64_t N,
                            cudaStream_t stream = nullptr);
+/// ref[m*N + n] *= scale[n] for an M x N f32 matrix and an f32 vector of N factors (a column scale).
+void scale_columns_f32_inplace(float* ref, const float* scale, std::int64_t M, std::int64_t N,
+                               cudaStream_t stream = nullptr);
+/// c[m*N + n] = bf16(float(c[m*N + n]) * scale[n]) for an M x N bf16 matrix: one more rounding.
+void scale_columns_bf16_inplace(void* c_bf16, const float* scale, std::int64_t M, std::int64_t N,
+                                cudaStream_t stream = nullptr);
+/// amax[m] = max_n |x[m*ld + n]| for an M x N bf16 / f32 matrix whose rows are `ld` elements apart:
+/// one block per row, 16-byte loads where the row allows, each amax[m] written (not combined: no
+/// initialisation needed). Compares the bits of |x| as integers, so a NaN in a row makes its
+/// amax NaN (as tessel's ts::amax does).
+void row_amax_bf16(const void* x_bf16, std::int64_t M, std::int64_t N, std::int64_t ld, float* amax,
+                   cudaStream_t stream = nullptr);
+void row_amax_f32(const float* x, std::int64_t M, std::int64_t N, std::int64_t ld, float* amax,
+                  cudaStream_t stream = nullptr);
 /// Copies n bf16 elements to the host (synchronous).
 std::vector<std::uint16_t> to_host_bf16(const void* p, std::size_t n);
 
@@ -322,6 +336,12 @@ public:
   void add_c0(float alpha, float beta, std::uint64_t seed, cudaStream_t stream = nullptr);
   const void* c0() const { return c0_.empty() ? nullptr : c0_.front().get(); }
   float alpha = 1.f, beta = 0.f;
+  /// An f32 vector of N column factors, uniform in [lo, hi), applied last: C = epilogue(...) *
+  /// scale[n]. One buffer shared by every set; the reference then includes it, and
+  /// compare_with_cublas applies it to cuBLASLt's output before checking that (cuBLASLt has no
+  /// such epilogue). Call before reference().
+  void add_col_scale(std::uint64_t seed, float lo = 0.25f, float hi = 2.f, cudaStream_t stream = nullptr);
+  const float* col_scale() const { return col_scale_ ? col_scale_.as<float>() : nullptr; }
   bool with_bias() const { return !bias_.empty(); }
   std::size_t bytes_per_set() const;
   double flops() const { return 2.0 * double(M) * double(N) * double(K); }
@@ -336,6 +356,7 @@ public:
 
 private:
   std::vector<device_buffer> a_, b_, c_, bias_, c0_;
+  device_buffer col_scale_;
   device_buffer ref_;
 };
 
@@ -375,6 +396,12 @@ struct timing {
 std::vector<timing> time_interleaved(const std::vector<launch_fn>& candidates, const timing_config& cfg,
                                      cudaStream_t stream, const nvml_probe* nvml = nullptr);
 
+/// A candidate with the name its timing row is printed under.
+struct named_launch {
+  std::string name;
+  launch_fn launch;
+};
+
 /// Spins one thread on the GPU for `us` microseconds (%globaltimer).
 void gpu_spin(double us, cudaStream_t stream);
 
@@ -398,6 +425,13 @@ struct compare_config {
   bool check = true;
   double tol = 1e-2;   ///< relative Frobenius error bound for bf16
   bool time = true;
+  /// The candidate's other outputs (a reduction vector, ...): called once after check_launch ran
+  /// and C was compared (set 0's f32 reference is ready: gemm_problem::reference). Appends its
+  /// report lines to `lines` and returns false on a mismatch, which fails the check.
+  std::function<bool(std::string& lines)> verify;
+  /// Further candidates timed interleaved with the candidate and cuBLASLt (launch i uses set i),
+  /// each reported as its own row with the candidate's ratio to it.
+  std::vector<named_launch> also_time;
 };
 
 struct compare_report {
@@ -405,10 +439,16 @@ struct compare_report {
   compare_stats candidate_check;  ///< candidate vs the f32 reference (set 0)
   guard_report guard;             ///< the candidate's output inside its guards
   compare_stats cublas_check;     ///< cuBLASLt bf16 output vs the same reference (sanity)
+  bool cublas_col_scaled = false; ///< cuBLASLt's output was column-scaled (in bf16) before cublas_check
+  std::string verify_lines;       ///< compare_config::verify's report
+  bool verify_ok = true;
   bool check_ok = true;
   bool timed = false;
   timing candidate, cublas;
   double candidate_tflops = 0, cublas_tflops = 0, ratio = 0;  ///< ratio = candidate / cuBLAS
+  std::vector<std::string> also_names;  ///< compare_config::also_time, in order
+  std::vector<timing> also;
+  std::vector<double> also_tflops, also_ratio;  ///< also_ratio = candidate TFLOP/s / theirs
 };
 
 /// Launches the candidate on set 0's inputs with its M x N output at `C`, rows `ldc` elements apart.
@@ -416,9 +456,11 @@ using output_launch_fn = std::function<void(void* C, std::int64_t ldc, cudaStrea
 
 /// Verifies the candidate once: `check_launch` writes set 0's result into a guarded output (rows
 /// padded to padded_ld(N), NaN-poisoned, sentinel around: guarded_output), which must keep its
-/// guards and match the f32 cuBLASLt reference. Then times `candidate` (launch i computes set i of
-/// `p`: C(i) = A(i) B(i)^T [+bias(i), relu]) interleaved with `cublas` (bf16 out, same epilogue) on
-/// the rotated sets.
+/// guards and match the f32 cuBLASLt reference (then cfg.verify checks the candidate's other
+/// outputs; cuBLASLt's own output is checked against the same reference as a sanity line, after
+/// the problem's column scale when it has one). Then times `candidate` (launch i computes set i of
+/// `p`: C(i) = A(i) B(i)^T [+bias(i), relu]) interleaved with `cublas` (bf16 out, same epilogue)
+/// and cfg.also_time on the rotated sets.
 compare_report compare_with_cublas(const launch_fn& candidate, const output_launch_fn& check_launch, gemm_problem& p,
                                    const lt_gemm& cublas, lt_context& lt, const compare_config& cfg,
                                    cudaStream_t stream, const nvml_probe* nvml = nullptr);

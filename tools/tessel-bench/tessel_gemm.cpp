@@ -247,14 +247,17 @@ std::unique_ptr<example_gpu> open_example_gpu() {
 
 int check_and_time(const cli& args, bool check, const launch_fn& launch, const output_launch_fn& check_launch,
                    gemm_problem& p, const lt_gemm& cublas, lt_context& lt, cudaStream_t stream,
-                   const nvml_probe* nvml, const device_info& dev, const char* failed) {
+                   const nvml_probe* nvml, const device_info& dev, const char* failed, const check_extras& extras) {
   compare_config cfg;
   cfg.check = check;
   cfg.timing.batch = int(args.i64("iters", 20));
   cfg.timing.repeats = int(args.i64("repeats", 10));
   cfg.timing.warmup_ms = args.f64("warmup-ms", 1000);
+  cfg.verify = extras.verify;
+  cfg.also_time = extras.also_time;
   compare_report r = compare_with_cublas(launch, check_launch, p, cublas, lt, cfg, stream, nvml);
   std::cout << format_report(r, "tessel", cfg, nvml, dev);
+  if (extras.report) *extras.report = r;
   if (r.check_ok) return 0;
   std::printf("FAILED: %s\n", failed);
   return 1;

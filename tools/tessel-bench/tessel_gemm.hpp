@@ -107,12 +107,22 @@ struct example_gpu {
 /// The example's GPU, or nullptr after printing "no GPU found (<why>): compiled only".
 std::unique_ptr<example_gpu> open_example_gpu();
 
+/// What an example adds to check_and_time beyond C: its other outputs to verify and further
+/// candidates to time (compare_config::verify, ::also_time), and where to put the report when it
+/// computes something of its own from it.
+struct check_extras {
+  std::function<bool(std::string& lines)> verify;
+  std::vector<named_launch> also_time;
+  compare_report* report = nullptr;
+};
+
 /// Checks `launch` against the problem's f32 reference and times it against `cublas` in the same
 /// process (compare_with_cublas with --iters, --repeats and --warmup-ms of `args`), then prints the
 /// report. Returns 1 after printing `failed` when the check failed, else 0.
 int check_and_time(const cli& args, bool check, const launch_fn& launch, const output_launch_fn& check_launch,
                    gemm_problem& p, const lt_gemm& cublas, lt_context& lt, cudaStream_t stream,
-                   const nvml_probe* nvml, const device_info& dev, const char* failed);
+                   const nvml_probe* nvml, const device_info& dev, const char* failed,
+                   const check_extras& extras = {});
 
 /// An example's main: runs `body`; a usage_error prints it and `usage` (exit status 2), a
 /// tessel::error or any other exception prints it after `program` (exit status 1).
