@@ -273,6 +273,16 @@ __global__ void alpha_beta_kernel(float* ref, const __nv_bfloat16* c0, float alp
     ref[i] = alpha * ref[i] + beta * __bfloat162float(c0[i]);
 }
 
+// out[m N + n] = silu(gu[m 2N + n]) * gu[m 2N + N + n] (in double).
+__global__ void swiglu_reference_kernel(const float* gu, std::int64_t M, std::int64_t N, float* out) {
+  std::size_t n_all = std::size_t(M) * std::size_t(N);
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n_all; i += std::size_t(gridDim.x) * blockDim.x) {
+    const std::size_t m = i / std::size_t(N), n = i % std::size_t(N);
+    const double g = gu[m * 2 * N + n], u = gu[m * 2 * N + N + n];
+    out[i] = float(g / (1.0 + exp(-g)) * u);
+  }
+}
+
 __global__ void scale_columns_f32_kernel(float* ref, const float* scale, std::int64_t M, std::int64_t N) {
   std::size_t n_all = std::size_t(M) * std::size_t(N);
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n_all; i += std::size_t(gridDim.x) * blockDim.x)
@@ -421,6 +431,13 @@ void alpha_beta_f32_inplace(float* ref, const void* c0_bf16, float alpha, float 
   alpha_beta_kernel<<<blocks_for(n), kThreads, 0, stream>>>(ref, static_cast<const __nv_bfloat16*>(c0_bf16), alpha,
                                                             beta, n);
   TB_CUDA_LAUNCHED("alpha_beta_f32_inplace");
+}
+
+void swiglu_f32_reference(const float* gu, std::int64_t M, std::int64_t N, float* out, cudaStream_t stream) {
+  std::size_t n = std::size_t(M) * std::size_t(N);
+  if (!n) return;
+  swiglu_reference_kernel<<<blocks_for(n), kThreads, 0, stream>>>(gu, M, N, out);
+  TB_CUDA_LAUNCHED("swiglu_f32_reference");
 }
 
 void scale_columns_f32_inplace(float* ref, const float* scale, std::int64_t M, std::int64_t N, cudaStream_t stream) {

@@ -139,6 +139,9 @@ void bias_gelu_f32_inplace(float* ref, const void* bias_bf16, std::int64_t M, st
 void bias_relu_f32_inplace(float* ref, const void* bias_bf16, std::int64_t M, std::int64_t N,
                            cudaStream_t stream = nullptr);
 /// ref[m*N + n] *= scale[n] for an M x N f32 matrix and an f32 vector of N factors (a column scale).
+/// out[m*N + n] = silu(gu[m*2N + n]) * gu[m*2N + N + n] (silu(x) = x / (1 + exp(-x)), in double):
+/// SwiGLU from the f32 [gate | up] = A @ [W1; W3]^T (M x 2N) to an M x N f32 reference.
+void swiglu_f32_reference(const float* gu, std::int64_t M, std::int64_t N, float* out, cudaStream_t stream = nullptr);
 void scale_columns_f32_inplace(float* ref, const float* scale, std::int64_t M, std::int64_t N,
                                cudaStream_t stream = nullptr);
 /// c[m*N + n] = bf16(float(c[m*N + n]) * scale[n]) for an M x N bf16 matrix: one more rounding.
