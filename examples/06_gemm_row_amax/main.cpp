@@ -53,7 +53,9 @@ constexpr const char* kUsage = R"(usage: tessel-gemm-row-amax [options]
 
 // |got - want| / want, each row's amax (want > 0 for random data; 0 only when got is 0 too).
 constexpr double kAmaxTol = 1e-3;          // tessel: f32 accumulator vs cuBLASLt's f32 output
-constexpr double kAmaxBf16Tol = 1.0 / 256;  // cuBLASLt + row_amax_bf16: the amax of bf16-rounded C
+// cuBLASLt + row_amax_bf16: the amax of bf16-rounded C, one rounding (at most 2^-8 relative) plus
+// the two f32 accumulations' different summation orders (run 29 saw 3.887e-3 at 8192^3).
+constexpr double kAmaxBf16Tol = 1.0 / 256 + 1e-4;
 
 ts::kernel compile(const tb::tile_shape& tile, const ts::options& o) {
   if (tile == tb::tile_shape{128, 256, 64}) return ts::jit(examples::gemm_row_amax<128, 256>{}, o);

@@ -38,6 +38,8 @@ constexpr const char* kUsage = R"(usage: tessel-swiglu [options]
                       compute 2 x BN columns)                   (default 128x128; pingpong: 64x128)
   --stages S          shared-memory pipeline depth, 0 = tessel's choice                    (default 0)
   --decomposition D   auto, dp (whole tiles) or sk (stream-K)                              (default auto)
+  --cluster MxN       CTA cluster 1x1, 2x1 (W1, W3 tiles multicast) or 1x2 (A multicast)   (default 1x1)
+  --raster-group G    rows of tiles per grouped-raster group, 0 = tessel's default          (default 0)
   --baseline-schedule NAME   schedule of the plain GEMM and of the two-kernel sequence (default pingpong)
   --baseline-tile BMxBN      their tile: 128x128 or 128x256            (default 128x128)
   --dump-dir DIR      write every compilation stage of the dual GEMM to DIR
@@ -79,7 +81,7 @@ baseline_kernels compile_baselines(const tb::tile_shape& t, const ts::options& o
 int main(int argc, char** argv) {
   return tb::example_main("tessel-swiglu", kUsage, [&]() -> int {
     tb::cli args(argc, argv,
-                 {"schedule", "m", "n", "k", "tile", "stages", "decomposition", "baseline-schedule", "baseline-tile",
+                 {"schedule", "m", "n", "k", "tile", "stages", "decomposition", "cluster", "raster-group", "baseline-schedule", "baseline-tile",
                   "dump-dir", "iters", "repeats", "warmup-ms", "seed"},
                  {"no-run", "check", "no-check", "help"});
     if (args.flag("help")) {
@@ -94,6 +96,8 @@ int main(int argc, char** argv) {
     std::string dump_dir = args.str("dump-dir", no_run ? "tessel-swiglu-dump" : "");
     ts::options opts{.schedule = schedule, .stages = int(args.i64("stages", 0)), .dump_dir = dump_dir};
     opts.decomposition = tb::parse_decomposition(args.str("decomposition", "auto"));
+    opts.cluster = tb::parse_cluster(args.str("cluster", "1x1"));
+    opts.raster_group = int(args.i64("raster-group", 0));
     const ts::schedule base_schedule = tb::parse_schedule(args.str("baseline-schedule", "pingpong"));
     const tb::tile_shape base_tile = tb::parse_tile(args.str("baseline-tile", "128x128"));
     const ts::options base_opts{.schedule = base_schedule};
@@ -103,8 +107,11 @@ int main(int argc, char** argv) {
                 (long long)K);
     auto t0 = std::chrono::steady_clock::now();
     ts::kernel dual = compile_dual(tile, opts);
-    std::printf("  dual GEMM: swiglu<%d,%d,%d> schedule=%s   traced + compiled in %.2f s\n", tile.bm, tile.bn, tile.bk,
-                tb::schedule_name(schedule), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    std::printf("  dual GEMM: swiglu<%d,%d,%d> schedule=%s stages=%s cluster=%s raster_group=%d   traced + compiled in "
+                "%.2f s\n",
+                tile.bm, tile.bn, tile.bk, tb::schedule_name(schedule),
+                opts.stages ? std::to_string(opts.stages).c_str() : "auto", tb::cluster_str(opts.cluster).c_str(),
+                opts.raster_group, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     if (!dump_dir.empty()) tb::report_dump_dir(dual, dump_dir, std::cout);
     baseline_kernels base = compile_baselines(base_tile, base_opts);
     std::printf("  baselines: gemm, silu_gemm, mul_gemm <%d,%d,%d> schedule=%s\n", base_tile.bm, base_tile.bn,

@@ -215,13 +215,15 @@ tessel::CompiledKernel compileVariant(const VariantSource &src, const tessel::de
 }
 
 /// What schedule::automatic needs from the traced GEMM (AutoSchedule.h): the tile and element
-/// type of its (first) tessel.dot, and the argument dimension its k-loop runs to
+/// type of its (first) tessel.dot, how many dots share the mainloop (a dual GEMM: 2), and the argument dimension its k-loop runs to
 /// (`scf.for ... to %d` with `%d = tessel.dim %argI, D`). nullopt when the kernel has no dot.
 std::optional<tessel::runtime::AutoGemmInfo> autoGemmInfo(mlir::ModuleOp module, const tessel::options &o) {
   std::optional<tessel::runtime::AutoGemmInfo> info;
   module.walk([&](mlir::tessel::DotOp dot) {
-    if (info)
+    if (info) {
+      ++info->dots;
       return;
+    }
     auto a = mlir::cast<mlir::RankedTensorType>(dot.getA().getType());
     auto c = mlir::cast<mlir::RankedTensorType>(dot.getType());
     tessel::runtime::AutoGemmInfo g;

@@ -25,6 +25,8 @@
 #include "tessel/Runtime/AutoSchedule.h"
 #include "tessel/Runtime/Kernel.h"
 
+#include <algorithm>
+
 namespace tessel::runtime {
 
 namespace {
@@ -59,7 +61,9 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
   }
   // R1. Tiles the warp-specialized schedules cannot take (BM > 192 for cooperative, BM x BN
   //     over 128 x 128 for pingpong): tma, as before (unmeasured against anything else).
-  const bool pingpong = pingpongFits(g.bm, g.bn);
+  // (A dual GEMM's consumers hold two accumulators: 2 x BN columns.)
+  const int accN = g.bn * std::max(g.dots, 1);
+  const bool pingpong = pingpongFits(g.bm, accN);
   if (!pingpong && (g.bm > 192 || g.bm % 64 != 0)) {
     c.schedule = tessel::schedule::tma;
     explain(1, [&] { return std::string("R1: tile " + std::to_string(g.bm) + "x" + std::to_string(g.bn) +
@@ -69,6 +73,9 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
   const std::int64_t kIterations = k < 0 || g.bk <= 0 ? -1 : (k + g.bk - 1) / g.bk;
   if (pingpong) {
     // R2. Tiles up to 128x128: pingpong (its epilogue overlaps the other consumer's mainloop).
+    //     A dual GEMM of 64x128 (two accumulators, 64 x 256 per consumer): pingpong too; run 29,
+    //     SwiGLU 8192x14336x4096: pingpong 64x128 0.979x tessel's plain GEMM of the same flops,
+    //     cooperative 128x128 0.889x (its epilogue does not overlap a mainloop).
     //     Run 19, 128x128 tiles, best of {cooperative, pingpong} x {stream-K, whole tiles}: pingpong
     //     on all six of issue 3's shapes (8192^3 1.098, 4096^3 1.012, 4096x14336x4096 1.051,
     //     4096x4096x14336 1.023, 8192x28672x8192 0.988, 16384x8192x1024 1.175); cooperative
@@ -102,6 +109,7 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
   c.schedule = tessel::schedule::cooperative;
   c.decomposition = decomposition(tessel::decomposition::automatic);
   explain(4, [&] { return std::string("R4: cooperative with the stream-K plan: tile " + std::to_string(g.bm) + "x" + std::to_string(g.bn) +
+          (g.dots > 1 ? " (two accumulators: " + std::to_string(accN) + " columns)" : std::string()) +
           " is too wide for pingpong (runs 15, 19: stream-K >= whole tiles - 1% on every measured shape)"); });
   return c;
 }

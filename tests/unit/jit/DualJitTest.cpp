@@ -82,6 +82,16 @@ TEST_F(DualJit, SwigluInEveryScheduleThatHoldsTwoAccumulators) {
   expectDual(k, 128);
 }
 
+TEST_F(DualJit, AutomaticPicksAScheduleThatHoldsBothAccumulators) {
+  // schedule::automatic (AutoSchedule.cpp): 2 x BN columns per consumer.
+  ts::kernel wide = ts::jit(tessel_test::swiglu<128, 128>{}, {});
+  EXPECT_THAT(wide.stage("select-schedule"), HasSubstr("kind = cooperative"));
+  expectDual(wide, 256);
+  ts::kernel narrow = ts::jit(tessel_test::swiglu<64, 128>{}, {});
+  EXPECT_THAT(narrow.stage("select-schedule"), HasSubstr("kind = pingpong"));
+  expectDual(narrow, 256);
+}
+
 TEST_F(DualJit, EveryEpilogueOutputAndNMajorWeights) {
   for (ts::schedule s : {ts::schedule::cooperative, ts::schedule::tma}) {
     SCOPED_TRACE(ts::to_string(s));

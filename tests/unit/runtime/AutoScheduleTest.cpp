@@ -55,6 +55,20 @@ TEST(AutoSchedule, SquareTilesArePingpongWholeTilesForShortK) {
   EXPECT_EQ(pick(gemm(64, 64), 512), "pingpong-dp");
 }
 
+TEST(AutoSchedule, DualGemmsHoldTwoAccumulators) {
+  // A dual GEMM's consumers hold 2 x BN columns: 64x128 fits pingpong (run 29: pingpong 64x128
+  // 0.979x the plain GEMM of the same flops, cooperative 128x128 0.889x); 128x128 does not.
+  AutoGemmInfo d = gemm(64, 128);
+  d.dots = 2;
+  EXPECT_EQ(pick(d, 4096), "pingpong");
+  d.bm = 128;
+  EXPECT_EQ(pick(d, 4096), "cooperative");
+  std::string why;
+  chooseAutomatic(d, 4096, &why);
+  EXPECT_NE(why.find("tile 128x128 (two accumulators: 256 columns) is too wide for pingpong"), std::string::npos)
+      << why;
+}
+
 TEST(AutoSchedule, UnmeasuredCasesKeepTma) {
   EXPECT_EQ(pick(gemm(256, 128), 8192), "tma");                  // BM 256: neither warp-specialized one
   EXPECT_EQ(pick(gemm(128, 128, ts::dtype::f32), 8192), "tma");  // no measurement of f32 operands

@@ -30,6 +30,9 @@ namespace tessel::runtime {
 /// What the traced GEMM fixes (read once at ts::jit time).
 struct AutoGemmInfo {
   int bm = 0, bn = 0, bk = 0;  ///< the program's tile
+  /// tessel.dot ops sharing the mainloop: 2 for a dual GEMM, whose accumulators are 2 x BN
+  /// columns wide (a pingpong consumer must hold both).
+  int dots = 1;
   dtype type = dtype::bf16;    ///< the dot's operand element type
   /// Where K comes from at launch: sizes[kDim] of argument kArg (the traced k-loop's upper bound);
   /// kArg = -1 when the program's loop bound is not an argument's dimension (K then counts as
