@@ -16,9 +16,10 @@
 //    since the remote-arrive fix and read 40% more DRAM on the wide shape
 //    (runs 6, 7, 17), so automatic never asks for one (a user's cluster is kept);
 //  - raster group: tessel's default 8 (run 8's sweep: 8 within noise of the best);
-//  - M and N: the stream-K plan inside the cooperative / pingpong kernels already
-//    adapts to the number of tiles (last wave, fewer tiles than SMs), so the
-//    rule needs only K.
+//  - M and N: only through the number of tiles (the launch's grid): the stream-K
+//    plan inside the cooperative / pingpong kernels adapts to it (last wave,
+//    fewer tiles than SMs); the rule asks whether the grid fills at least half
+//    of the GPU (R3).
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,7 +36,10 @@ namespace {
 bool pingpongFits(int bm, int bn) { return bm % 64 == 0 && bm <= 128 && (bm / 64) * bn / 2 <= 128; }
 }  // namespace
 
-AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* why) {
+/// Half the SMs of the GPU the rule was measured on (H200, 132 SMs; H100 SXM has 132 too).
+constexpr std::int64_t kHalfTheGpu = 66;
+
+AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* why, std::int64_t tiles) {
   AutoChoice c;
   auto explain = [&](int rule, auto text) {
     c.rule = rule;
@@ -71,6 +75,22 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
     return c;
   }
   const std::int64_t kIterations = k < 0 || g.bk <= 0 ? -1 : (k + g.bk - 1) / g.bk;
+  // R3. Short K (<= 32 k-iterations per tile) on a grid that fills at least half the GPU (or
+  //     an unknown grid): whole tiles, pingpong and cooperative alike. The stream-K kernel's
+  //     fixup does not pay for itself on short tiles. Run 30 (TF/s, stream-K plan vs whole
+  //     tiles): 2048^3 pingpong 633.9 vs 661.1, cooperative 128x256 642.1 vs 669.7;
+  //     3000x5000x2000 pingpong 506.3 vs 531.6, cooperative 128x256 565.0 vs 630.0;
+  //     16384x8192x1024 pingpong 690.9 vs 701.7 (runs 19-21: 1.139-1.146 vs 1.160-1.175), the
+  //     one loss cooperative 128x256 there, 661.0 vs 646.5 (2%). A grid under half the GPU keeps
+  //     the stream-K plan: its idle SMs are what stream-K fills (run 30, 128x8192x8192, 32 or 64
+  //     tiles: stream-K 1.10-1.57x whole tiles).
+  const bool shortK = kIterations >= 0 && kIterations <= 32 && (tiles < 0 || tiles >= kHalfTheGpu);
+  auto shortKWhy = [&](const char* schedule) {
+    return std::string("R3: ") + schedule + ", whole tiles: " + std::to_string(kIterations) +
+           " k-iterations per tile (<= 32) on " + (tiles < 0 ? std::string("a grid of unknown size")
+                                                              : std::to_string(tiles) + " tiles (>= 66)") +
+           " (run 30: 2048^3, 3000x5000x2000, 16384x8192x1024 faster with whole tiles)";
+  };
   if (pingpong) {
     // R2. Tiles up to 128x128: pingpong (its epilogue overlaps the other consumer's mainloop).
     //     A dual GEMM of 64x128 (two accumulators, 64 x 256 per consumer): pingpong too; run 29,
@@ -81,14 +101,9 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
     //     4096x4096x14336 1.023, 8192x28672x8192 0.988, 16384x8192x1024 1.175); cooperative
     //     128x128's best is 0.88-0.99x of it (16384x8192x1024: 1.036 vs 1.175). Runs 14, 16 agree.
     c.schedule = tessel::schedule::pingpong;
-    if (kIterations >= 0 && kIterations <= 16) {
-      // R3. Short K (<= 16 k-iterations per tile): whole tiles. 16384x8192x1024 (16 iterations):
-      //     pingpong whole tiles 1.175 / 1.160 / 1.169 vs stream-K kernel 1.139 / 1.144 / 1.146
-      //     (runs 19 / 20 / 21), even where the stream-K plan keeps whole tiles (runs 20-21).
+    if (shortK) {
       c.decomposition = decomposition(tessel::decomposition::data_parallel);
-      explain(3, [&] { return std::string("R3: pingpong, whole tiles: " + std::to_string(kIterations) +
-              " k-iterations per tile (<= 16; runs 19-21: 16384x8192x1024 1.160-1.175 vs 1.139-1.146 with "
-              "the stream-K kernel)"); });
+      explain(3, [&] { return shortKWhy("pingpong"); });
     } else {
       // R2 continued. Longer K: the kernel's stream-K plan (decomposition automatic), which
       //     splits the last wave where that shortens the longest CTA by >= 2%. Run 19: 8192^3
@@ -107,6 +122,11 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
   //     1.002 (the plan keeps whole tiles there since run 20); run 15: 128x8192x8192 0.781 vs
   //     0.493. Pingpong cannot hold a 128x256 tile.
   c.schedule = tessel::schedule::cooperative;
+  if (shortK) {
+    c.decomposition = decomposition(tessel::decomposition::data_parallel);
+    explain(3, [&] { return shortKWhy("cooperative"); });
+    return c;
+  }
   c.decomposition = decomposition(tessel::decomposition::automatic);
   explain(4, [&] { return std::string("R4: cooperative with the stream-K plan: tile " + std::to_string(g.bm) + "x" + std::to_string(g.bn) +
           (g.dots > 1 ? " (two accumulators: " + std::to_string(accN) + " columns)" : std::string()) +

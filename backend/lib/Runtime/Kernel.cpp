@@ -251,19 +251,26 @@ std::string firstLine(const std::string& s) {
 }
 }  // namespace
 
+namespace {
+/// The program instances of a launch: the tiles of a GEMM (schedule::automatic's R3).
+std::int64_t gridTiles(grid g) {
+  return static_cast<std::int64_t>(g.x) * static_cast<std::int64_t>(g.y) * static_cast<std::int64_t>(g.z);
+}
+}  // namespace
+
 void kernel_impl::setAutomatic(runtime::AutoGemmInfo info, runtime::AutoChoice eager) {
   auto_ = std::move(info);
   autoEager_ = eager;
 }
 
-std::optional<runtime::AutoChoice> kernel_impl::automaticChoice(std::span<const tensor_arg> args) const {
+std::optional<runtime::AutoChoice> kernel_impl::automaticChoice(std::span<const tensor_arg> args, grid g) const {
   if (!auto_)
     return std::nullopt;
   std::int64_t k = -1;  // unknown: the rule treats it as large
   if (auto_->kArg >= 0 && static_cast<size_t>(auto_->kArg) < args.size() && auto_->kDim >= 0 &&
       auto_->kDim < args[auto_->kArg].rank)
     k = args[auto_->kArg].sizes[auto_->kDim];
-  return chooseAutomatic(*auto_, k);
+  return chooseAutomatic(*auto_, k, nullptr, gridTiles(g));
 }
 
 LoadedKernel& kernel_impl::select(std::span<const tensor_arg> args, grid g) {
@@ -276,7 +283,7 @@ LoadedKernel& kernel_impl::select(std::span<const tensor_arg> args, grid g) {
   const std::vector<int> key = layoutKey(args);
   // schedule::automatic: the rule's choice for this launch (AutoSchedule.h). The common case,
   // the eager choice with the default layout, takes no string or allocation beyond layoutKey.
-  std::optional<runtime::AutoChoice> autoChoice = automaticChoice(args);
+  std::optional<runtime::AutoChoice> autoChoice = automaticChoice(args, g);
   if (autoChoice && *autoChoice == autoEager_)
     autoChoice.reset();
 
@@ -301,7 +308,7 @@ LoadedKernel& kernel_impl::select(std::span<const tensor_arg> args, grid g) {
     const std::int64_t k = auto_->kArg >= 0 && static_cast<size_t>(auto_->kArg) < args.size()
                                ? args[auto_->kArg].sizes[auto_->kDim]
                                : -1;
-    chooseAutomatic(*auto_, k, &why);
+    chooseAutomatic(*auto_, k, &why, gridTiles(g));
     std::fprintf(stderr, "tessel: %s: K = %lld: %s\n", head().c_str(), static_cast<long long>(k), why.c_str());
   }
   if (autoChoice && isDefaultLayout(key)) {

@@ -28,29 +28,39 @@ AutoGemmInfo gemm(int bm, int bn, ts::dtype t = ts::dtype::bf16) {
   return g;
 }
 
-std::string pick(const AutoGemmInfo& g, std::int64_t k) {
+/// The choice for K = k on a grid of `tiles` tiles (-1: unknown).
+std::string pick(const AutoGemmInfo& g, std::int64_t k, std::int64_t tiles = -1) {
   std::string why;
-  AutoChoice c = chooseAutomatic(g, k, &why);
+  AutoChoice c = chooseAutomatic(g, k, &why, tiles);
   EXPECT_FALSE(why.empty());
-  std::printf("  %dx%d K=%lld -> %s (%s)\n", g.bm, g.bn, static_cast<long long>(k), autoChoiceName(c).c_str(),
-              why.c_str());
+  std::printf("  %dx%d K=%lld tiles=%lld -> %s (%s)\n", g.bm, g.bn, static_cast<long long>(k),
+              static_cast<long long>(tiles), autoChoiceName(c).c_str(), why.c_str());
   return autoChoiceName(c);
 }
 
 TEST(AutoSchedule, WideTilesAreCooperativeWithTheStreamKPlan) {
-  // tessel-bench's default K values: 8192, 4096, 2048, 14336, 1024, 4000.
-  for (std::int64_t k : {8192, 4096, 2048, 14336, 1024, 4000, -1})
+  // tessel-bench's default K values: 8192, 4096, 14336, 4000 (more than 32 k-iterations).
+  for (std::int64_t k : {8192, 4096, 14336, 4000, -1})
     EXPECT_EQ(pick(gemm(128, 256), k), "cooperative") << "K " << k;
   EXPECT_EQ(pick(gemm(192, 256), 8192), "cooperative");
+  // R3: 32 k-iterations or fewer on a grid of at least half the GPU: whole tiles (run 30).
+  EXPECT_EQ(pick(gemm(128, 256), 2048, 128), "cooperative-dp");    // 2048^3
+  EXPECT_EQ(pick(gemm(128, 256), 2000, 480), "cooperative-dp");    // 3000x5000x2000
+  EXPECT_EQ(pick(gemm(128, 256), 1024, 4096), "cooperative-dp");   // 16384x8192x1024
+  EXPECT_EQ(pick(gemm(128, 256), 2048, 65), "cooperative");        // under half the GPU: stream-K
+  EXPECT_EQ(pick(gemm(128, 256), 8192, 32), "cooperative");        // 128x8192x8192
 }
 
 TEST(AutoSchedule, SquareTilesArePingpongWholeTilesForShortK) {
-  for (std::int64_t k : {8192, 4096, 2048, 14336, 4000, -1})
+  for (std::int64_t k : {8192, 4096, 14336, 4000, -1})
     EXPECT_EQ(pick(gemm(128, 128), k), "pingpong") << "K " << k;
-  // 16 k-iterations or fewer: whole tiles (runs 19-21, 16384x8192x1024).
+  // 32 k-iterations or fewer: whole tiles (runs 19-21 and 30: 16384x8192x1024, 2048^3,
+  // 3000x5000x2000), unless the grid leaves more than half the GPU idle.
   EXPECT_EQ(pick(gemm(128, 128), 1024), "pingpong-dp");
   EXPECT_EQ(pick(gemm(128, 128), 1000), "pingpong-dp");
-  EXPECT_EQ(pick(gemm(128, 128), 1025), "pingpong");
+  EXPECT_EQ(pick(gemm(128, 128), 2048, 256), "pingpong-dp");
+  EXPECT_EQ(pick(gemm(128, 128), 2049, 256), "pingpong");
+  EXPECT_EQ(pick(gemm(128, 128), 1024, 64), "pingpong");
   EXPECT_EQ(pick(gemm(64, 256), 8192), "pingpong");
   EXPECT_EQ(pick(gemm(64, 64), 512), "pingpong-dp");
 }

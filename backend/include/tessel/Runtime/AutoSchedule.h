@@ -56,7 +56,9 @@ struct AutoChoice {
 /// The rule. `k` is the launch's K (elements; < 0 = unknown, treated as large). With `why`,
 /// the deciding line and its measurement are written there (the launch path passes none: no
 /// string is built per launch).
-AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* why = nullptr);
+/// `tiles`: the launch's grid (one program instance per tile, x * y * z), -1 when unknown.
+AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* why = nullptr,
+                           std::int64_t tiles = -1);
 
 /// "pingpong", "cooperative-dp", "cooperative-sk": the name of a choice in variant tags.
 std::string autoChoiceName(const AutoChoice& c);

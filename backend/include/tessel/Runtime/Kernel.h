@@ -163,7 +163,7 @@ struct kernel_impl {
   /// compiled once (tag runtime::autoChoiceName, then the layout as usual).
   void setAutomatic(runtime::AutoGemmInfo info, runtime::AutoChoice eager);
   /// The rule's choice for `args` (the eager one when not automatic or not a GEMM).
-  std::optional<runtime::AutoChoice> automaticChoice(std::span<const tensor_arg> args) const;
+  std::optional<runtime::AutoChoice> automaticChoice(std::span<const tensor_arg> args, grid g) const;
 
 private:
   struct Slot {
