@@ -42,6 +42,8 @@ constexpr const char* kUsage = R"(usage: tessel-gemm-bias-relu [options]
   --dump-dir DIR      write every compilation stage to DIR
   --no-run            trace + compile only (no GPU needed); DIR defaults to ./tessel-gemm-bias-relu-dump
   --decomposition D   auto, dp (whole tiles) or sk (stream-K)                              (default auto)
+  --cluster MxN       CTA cluster 1x1, 2x1 or 1x2 (cooperative and pingpong)              (default 1x1)
+  --raster-group G    rows of tiles per grouped-raster group, 0 = tessel's default          (default 0)
   --cublas-algos N    time cuBLASLt's N best heuristic algorithms, keep the fastest          (default 1)
   --iters N / --repeats R / --warmup-ms T / --check / --no-check / --seed S   as in tessel-gemm
 )";
@@ -64,7 +66,7 @@ ts::kernel compile(const tb::tile_shape& tile, bool gelu, bool col_scale, const 
 int main(int argc, char** argv) {
   return tb::example_main("tessel-gemm-bias-relu", kUsage, [&]() -> int {
     tb::cli args(argc, argv,
-                 {"schedule", "m", "n", "k", "tile", "stages", "dump-dir", "iters", "repeats", "warmup-ms", "seed", "activation", "decomposition", "cublas-algos"},
+                 {"schedule", "m", "n", "k", "tile", "stages", "dump-dir", "iters", "repeats", "warmup-ms", "seed", "activation", "decomposition", "cluster", "raster-group", "cublas-algos"},
                  {"no-run", "check", "no-check", "col-scale", "help"});
     if (args.flag("help")) {
       std::cout << kUsage;
@@ -81,19 +83,13 @@ int main(int argc, char** argv) {
         tb::parse_tile(args.str("tile", schedule == ts::schedule::pingpong ? "128x128" : "128x256"));
     const bool no_run = args.flag("no-run");
     std::string dump_dir = args.str("dump-dir", no_run ? "tessel-gemm-bias-relu-dump" : "");
-    ts::options opts{.schedule = schedule, .stages = int(args.i64("stages", 4)), .dump_dir = dump_dir};
-    opts.decomposition = tb::parse_decomposition(args.str("decomposition", "auto"));
+    const ts::options opts = tb::example_options(args, schedule, dump_dir);
 
     std::printf("tessel-gemm-bias-relu: C[%lldx%lld] = %s(A[%lldx%lld] @ B[%lldx%lld]^T + bias[%lld])%s\n",
                 (long long)M, (long long)N, activation.c_str(), (long long)M, (long long)K, (long long)N, (long long)K, (long long)N,
                 col_scale ? (" * scale[" + std::to_string(N) + "]").c_str() : "");
-    auto t0 = std::chrono::steady_clock::now();
-    ts::kernel k = compile(tile, gelu, col_scale, opts);
-    std::printf("  kernel: gemm_bias_%s%s<%d,%d,%d> schedule=%s stages=%d   traced + compiled in %.2f s\n",
-                activation.c_str(), col_scale ? "_scale" : "", tile.bm,
-                tile.bn, tile.bk, tb::schedule_name(schedule), opts.stages,
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    if (!dump_dir.empty()) tb::report_dump_dir(k, dump_dir, std::cout);
+    ts::kernel k = tb::compile_example("gemm_bias_" + activation + (col_scale ? "_scale" : ""), tile, opts,
+                                       [&] { return compile(tile, gelu, col_scale, opts); });
     if (no_run) return 0;
 
     const std::unique_ptr<tb::example_gpu> gpu = tb::open_example_gpu();

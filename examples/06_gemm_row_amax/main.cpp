@@ -44,6 +44,8 @@ constexpr const char* kUsage = R"(usage: tessel-gemm-row-amax [options]
   --tile BMxBN        128x256 or 128x128                          (default 128x256; pingpong: 128x128)
   --stages S          shared-memory pipeline depth, 0 = tessel's choice                    (default 4)
   --decomposition D   auto, dp (whole tiles) or sk (stream-K)                              (default auto)
+  --cluster MxN       CTA cluster 1x1, 2x1 or 1x2 (cooperative and pingpong)              (default 1x1)
+  --raster-group G    rows of tiles per grouped-raster group, 0 = tessel's default          (default 0)
   --init-once         zero amax once before timing, not before every timed launch
   --cublas-algos N    time cuBLASLt's N best heuristic algorithms, keep the fastest          (default 1)
   --dump-dir DIR      write every compilation stage to DIR
@@ -105,7 +107,7 @@ std::vector<float> to_host_f32(const void* p, std::int64_t n, cudaStream_t strea
 int main(int argc, char** argv) {
   return tb::example_main("tessel-gemm-row-amax", kUsage, [&]() -> int {
     tb::cli args(argc, argv,
-                 {"schedule", "m", "n", "k", "tile", "stages", "decomposition", "cublas-algos", "dump-dir", "iters",
+                 {"schedule", "m", "n", "k", "tile", "stages", "decomposition", "cluster", "raster-group", "cublas-algos", "dump-dir", "iters",
                   "repeats", "warmup-ms", "seed"},
                  {"no-run", "check", "no-check", "init-once", "help"});
     if (args.flag("help")) {
@@ -119,17 +121,11 @@ int main(int argc, char** argv) {
         tb::parse_tile(args.str("tile", schedule == ts::schedule::pingpong ? "128x128" : "128x256"));
     const bool no_run = args.flag("no-run"), init_once = args.flag("init-once");
     std::string dump_dir = args.str("dump-dir", no_run ? "tessel-gemm-row-amax-dump" : "");
-    ts::options opts{.schedule = schedule, .stages = int(args.i64("stages", 4)), .dump_dir = dump_dir};
-    opts.decomposition = tb::parse_decomposition(args.str("decomposition", "auto"));
+    const ts::options opts = tb::example_options(args, schedule, dump_dir);
 
     std::printf("tessel-gemm-row-amax: C[%lldx%lld] = A[%lldx%lld] @ B[%lldx%lld]^T, amax[%lld] = max_n |A @ B^T|\n",
                 (long long)M, (long long)N, (long long)M, (long long)K, (long long)N, (long long)K, (long long)M);
-    auto t0 = std::chrono::steady_clock::now();
-    ts::kernel k = compile(tile, opts);
-    std::printf("  kernel: gemm_row_amax<%d,%d,%d> schedule=%s stages=%d   traced + compiled in %.2f s\n", tile.bm,
-                tile.bn, tile.bk, tb::schedule_name(schedule), opts.stages,
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    if (!dump_dir.empty()) tb::report_dump_dir(k, dump_dir, std::cout);
+    ts::kernel k = tb::compile_example("gemm_row_amax", tile, opts, [&] { return compile(tile, opts); });
     if (no_run) return 0;
 
     const std::unique_ptr<tb::example_gpu> gpu = tb::open_example_gpu();
@@ -148,10 +144,8 @@ int main(int argc, char** argv) {
     // tessel's plain GEMM with the same options (no dump: that directory is the example kernel's).
     ts::options plain_opts = opts;
     plain_opts.dump_dir.clear();
-    t0 = std::chrono::steady_clock::now();
-    ts::kernel plain = tb::jit_gemm(tb::gemm_variant::plain, tile, plain_opts);
-    std::printf("  kernel: gemm<%d,%d,%d> (examples/02_gemm, the same options) for comparison   compiled in %.2f s\n",
-                tile.bm, tile.bn, tile.bk, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    ts::kernel plain = tb::compile_example("gemm", tile, plain_opts,
+                                           [&] { return tb::jit_gemm(tb::gemm_variant::plain, tile, plain_opts); });
 
     const ts::grid grid = tb::gemm_grid(tile, M, N);
     const std::size_t amax_bytes = std::size_t(M) * 4;

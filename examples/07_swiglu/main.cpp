@@ -94,10 +94,7 @@ int main(int argc, char** argv) {
     const tb::tile_shape tile = parse_dual_tile(args.str("tile", schedule == ts::schedule::pingpong ? "64x128" : "128x128"));
     const bool no_run = args.flag("no-run");
     std::string dump_dir = args.str("dump-dir", no_run ? "tessel-swiglu-dump" : "");
-    ts::options opts{.schedule = schedule, .stages = int(args.i64("stages", 0)), .dump_dir = dump_dir};
-    opts.decomposition = tb::parse_decomposition(args.str("decomposition", "auto"));
-    opts.cluster = tb::parse_cluster(args.str("cluster", "1x1"));
-    opts.raster_group = int(args.i64("raster-group", 0));
+    const ts::options opts = tb::example_options(args, schedule, dump_dir, /*default_stages=*/0);
     const ts::schedule base_schedule = tb::parse_schedule(args.str("baseline-schedule", "pingpong"));
     const tb::tile_shape base_tile = tb::parse_tile(args.str("baseline-tile", "128x128"));
     const ts::options base_opts{.schedule = base_schedule};
@@ -105,14 +102,7 @@ int main(int argc, char** argv) {
     std::printf("tessel-swiglu: H[%lldx%lld] = silu(A[%lldx%lld] @ W1[%lldx%lld]^T) * (A @ W3[%lldx%lld]^T)\n",
                 (long long)M, (long long)N, (long long)M, (long long)K, (long long)N, (long long)K, (long long)N,
                 (long long)K);
-    auto t0 = std::chrono::steady_clock::now();
-    ts::kernel dual = compile_dual(tile, opts);
-    std::printf("  dual GEMM: swiglu<%d,%d,%d> schedule=%s stages=%s cluster=%s raster_group=%d   traced + compiled in "
-                "%.2f s\n",
-                tile.bm, tile.bn, tile.bk, tb::schedule_name(schedule),
-                opts.stages ? std::to_string(opts.stages).c_str() : "auto", tb::cluster_str(opts.cluster).c_str(),
-                opts.raster_group, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    if (!dump_dir.empty()) tb::report_dump_dir(dual, dump_dir, std::cout);
+    ts::kernel dual = tb::compile_example("swiglu", tile, opts, [&] { return compile_dual(tile, opts); });
     baseline_kernels base = compile_baselines(base_tile, base_opts);
     std::printf("  baselines: gemm, silu_gemm, mul_gemm <%d,%d,%d> schedule=%s\n", base_tile.bm, base_tile.bn,
                 base_tile.bk, tb::schedule_name(base_schedule));

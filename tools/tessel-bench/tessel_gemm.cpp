@@ -6,6 +6,7 @@
 #include "cli.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 
@@ -261,6 +262,28 @@ int check_and_time(const cli& args, bool check, const launch_fn& launch, const o
   if (r.check_ok) return 0;
   std::printf("FAILED: %s\n", failed);
   return 1;
+}
+
+ts::options example_options(const cli& args, ts::schedule s, const std::string& dump_dir, int default_stages) {
+  ts::options o{.schedule = s, .stages = int(args.i64("stages", default_stages)), .dump_dir = dump_dir};
+  o.decomposition = parse_decomposition(args.str("decomposition", "auto"));
+  o.cluster = parse_cluster(args.str("cluster", "1x1"));
+  o.raster_group = int(args.i64("raster-group", 0));
+  return o;
+}
+
+ts::kernel compile_example(const std::string& what, const tile_shape& t, const ts::options& o,
+                           const std::function<ts::kernel()>& compile) {
+  auto t0 = std::chrono::steady_clock::now();
+  ts::kernel k = compile();
+  std::printf("  kernel: %s<%d,%d,%d> schedule=%s stages=%s cluster=%s raster_group=%d decomposition=%s   traced + "
+              "compiled in %.2f s\n",
+              what.c_str(), t.bm, t.bn, t.bk, schedule_name(o.schedule),
+              o.stages ? std::to_string(o.stages).c_str() : "auto", cluster_str(o.cluster).c_str(), o.raster_group,
+              decomposition_str(o.decomposition).c_str(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  if (!o.dump_dir.empty()) report_dump_dir(k, o.dump_dir, std::cout);
+  return k;
 }
 
 int example_main(const char* program, const char* usage, const std::function<int()>& body) {

@@ -124,6 +124,17 @@ int check_and_time(const cli& args, bool check, const launch_fn& launch, const o
                    const nvml_probe* nvml, const device_info& dev, const char* failed,
                    const check_extras& extras = {});
 
+/// The compile options the GEMM examples share, from `args`: --stages (default `default_stages`),
+/// --decomposition, --cluster, --raster-group (their names are in kExampleOptions); the schedule
+/// and the dump directory as given.
+tessel::options example_options(const cli& args, tessel::schedule s, const std::string& dump_dir,
+                                int default_stages = 4);
+/// The valued options example_options reads (add them to the example's cli list).
+inline constexpr const char* kExampleOptions[] = {"stages", "decomposition", "cluster", "raster-group"};
+/// Times `compile`, then prints "  kernel: <what><BM,BN,BK> schedule=... stages=... cluster=...
+/// raster_group=... decomposition=...   traced + compiled in X s" and lists `o.dump_dir`'s files.
+tessel::kernel compile_example(const std::string& what, const tile_shape& t, const tessel::options& o,
+                               const std::function<tessel::kernel()>& compile);
 /// An example's main: runs `body`; a usage_error prints it and `usage` (exit status 2), a
 /// tessel::error or any other exception prints it after `program` (exit status 1).
 int example_main(const char* program, const char* usage, const std::function<int()>& body);
