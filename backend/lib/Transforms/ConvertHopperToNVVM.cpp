@@ -156,6 +156,16 @@ struct TmaLoadToPtx : OpRewritePattern<hopper::TmaLoadOp> {
   }
 };
 
+struct TmaPrefetchToPtx : OpRewritePattern<hopper::TmaPrefetchOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(hopper::TmaPrefetchOp op, PatternRewriter &b) const override {
+    emitPtx(b, op.getLoc(), "cp.async.bulk.prefetch.tensor.2d.L2.global.tile [$0, {$1, $2}];", "l,r,r",
+            {op.getDesc(), op.getX(), op.getY()});
+    b.eraseOp(op);
+    return success();
+  }
+};
+
 struct MBarrierWaitToPtx : OpRewritePattern<hopper::MBarrierWaitOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(hopper::MBarrierWaitOp op, PatternRewriter &b) const override {
@@ -189,7 +199,7 @@ struct TesselConvertHopperToNVVM
     patterns.add<ToPtx<hopper::MBarrierArriveExpectTxOp>>(
         ctx, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r");
     patterns.add<ToPtx<hopper::FenceMBarrierInitOp>>(ctx, "fence.mbarrier_init.release.cluster;", "");
-    patterns.add<TmaLoadToPtx, MBarrierWaitToPtx, CpAsyncToPtx, LdMatrixToPtx, MmaSyncToPtx>(ctx);
+    patterns.add<TmaLoadToPtx, TmaPrefetchToPtx, MBarrierWaitToPtx, CpAsyncToPtx, LdMatrixToPtx, MmaSyncToPtx>(ctx);
     patterns.add<ToPtx<hopper::CpAsyncCommitOp>>(ctx, "cp.async.commit_group;", "");
     patterns.add<ToPtx<hopper::CpAsyncWaitOp>>(
         ctx, [](hopper::CpAsyncWaitOp op) { return "cp.async.wait_group " + std::to_string(op.getPending()) + ";"; },

@@ -33,6 +33,16 @@
 //      (column) combine theirs with shuffles, and one lane per warp combines
 //      the warp's partial into global memory with an atomic (red.add.f32;
 //      max / amax as integer max / min on the f32 bits). Never staged.
+// Epilogue operands (`hopper.prefetch` on a tessel.load after the mainloop):
+//   6. "tma_l2" (warp-specialized schedules, whose producer warp is idle
+//      once a tile's loads are issued): a BM x BN tile of 16- or 32-bit
+//      floats from a 2-d tensor (C0 of alpha * A B + beta * C0, a residual)
+//      is prefetched into L2 by the producer with one TMA box
+//      (cp.async.bulk.prefetch.tensor) right after it issued the tile's last
+//      k-stage, a few k-steps before the tile's epilogue, which then reads it
+//      element by element in its own layout from L2. When the tensor breaks
+//      TMA's rules (the `tmaok` parameter), nothing is prefetched and the
+//      epilogue reads it from memory.
 // The fixup: with a stream-K tile scheduler, a tile whose k-range is split
 // across CTAs is summed through the workspace before its epilogue runs
 // (StreamK.cpp); "none" otherwise.
@@ -54,6 +64,17 @@ using namespace mlir::tessel;
 namespace {
 
 constexpr StringLiteral kStoreAttr = "hopper.store";
+constexpr StringLiteral kPrefetchAttr = "hopper.prefetch";
+
+/// Rule 6: a BM x BN tile of 16- or 32-bit floats loaded from a 2-d tensor.
+bool prefetchable(LoadOp load, ArrayRef<int64_t> tile) {
+  auto ty = cast<RankedTensorType>(load.getResult().getType());
+  RefType ref = load.getRef().getType();
+  unsigned bits = ref.getElementType().getIntOrFloatBitWidth();
+  return ty.getRank() == 2 && ref.getRank() == 2 && ty.getDimSize(0) == tile[0] &&
+         ty.getDimSize(1) == tile[1] && isa<FloatType>(ref.getElementType()) &&
+         (bits == 16 || bits == 32);
+}
 
 /// Rule 1's shape and type conditions.
 bool stageable(StoreOp store, ArrayRef<int64_t> tile) {
@@ -76,6 +97,11 @@ LogicalResult lowerEpilogue(plan::ScheduledGemm &g) {
   auto tile = g.sched.getTile();
   bool multistage = g.kind() == ScheduleKind::multistage;
   for (Operation &op : g.fn.getBody().front()) {
+    if (auto load = dyn_cast<LoadOp>(op)) {
+      if (g.warpSpecialized() && prefetchable(load, tile))
+        load->setAttr(kPrefetchAttr, StringAttr::get(g.fn.getContext(), "tma_l2"));
+      continue;
+    }
     auto store = dyn_cast<StoreOp>(op);
     if (!store)
       continue;

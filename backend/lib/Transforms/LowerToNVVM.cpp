@@ -427,11 +427,20 @@ LogicalResult KernelBuilder::buildSignature() {
       int64_t bytes = store.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8;
       tma.push_back({arg, {128 / bytes, 64}, {}, store});
     }
+    // Prefetched epilogue operands: the whole BM x BN tile as one box, no
+    // swizzle (it never reaches shared memory).
+    for (LoadOp load : prefetchedLoads()) {
+      auto shape = cast<RankedTensorType>(load.getResult().getType()).getShape();
+      TmaParam t{cast<BlockArgument>(load.getRef()).getArgNumber(), {shape[1], shape[0]}, {}};
+      t.prefetch = load;
+      t.swizzle = 0;
+      tma.push_back(t);
+    }
     // "tma:<arg>:<box inner>x<box outer>:<swizzle bytes>[:c<contiguous dim>]";
     // the suffix only when the tensor's unit-stride dimension is not its last.
     for (TmaParam &t : tma) {
       types.push_back(LLVM::LLVMPointerType::get(ctx));
-      std::string text = (t.store ? "tmastore:" : "tma:") + std::to_string(t.arg) + ":" +
+      std::string text = (t.store ? "tmastore:" : t.prefetch ? "tmaprefetch:" : "tma:") + std::to_string(t.arg) + ":" +
                          std::to_string(t.box[0]) + "x" + std::to_string(t.box[1]) + ":" +
                          std::to_string(t.store ? 128 : t.swizzle);
       if (t.contiguousDim >= 0)
@@ -439,7 +448,7 @@ LogicalResult KernelBuilder::buildSignature() {
       params.push_back(b.getStringAttr(text));
     }
     for (TmaParam &t : tma)
-      if (t.store) {
+      if (t.optional()) {
         types.push_back(b.getI64Type());
         params.push_back(b.getStringAttr("tmaok:" + std::to_string(t.arg)));
       }
@@ -466,7 +475,7 @@ LogicalResult KernelBuilder::buildSignature() {
   kernel = b.create<LLVM::LLVMFuncOp>(fn.getLoc(), fn.getSymName(), fnTy);
   kernel->setAttr("nvvm.kernel", b.getUnitAttr());
   kernel->setAttr("tessel.params", b.getArrayAttr(params));
-  unsigned numUsable = llvm::count_if(tma, [](const TmaParam &t) { return bool(t.store); });
+  unsigned numUsable = llvm::count_if(tma, [](const TmaParam &t) { return t.optional(); });
   unsigned firstTma = types.size() - (streamK ? 1 : 0) - numGridParams - numUsable - tma.size();
   for (unsigned i = 0; i < tma.size(); ++i) {
     unsigned p = firstTma + i;
@@ -496,7 +505,7 @@ LogicalResult KernelBuilder::buildSignature() {
   for (TmaParam &t : tma)
     t.desc = entry->getArgument(p++);
   for (TmaParam &t : tma)
-    if (t.store)
+    if (t.optional())
       t.usable = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, entry->getArgument(p++),
                                          i64(0));
   for (unsigned d = 0; d < numGridParams; ++d)

@@ -7,6 +7,7 @@
 // CHECK: llvm.inline_asm has_side_effects "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}" %arg1, %arg3
 // CHECK: llvm.inline_asm has_side_effects "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];", "r,l,r,r,r,~{memory}" %arg2, %arg0, %arg3, %arg3, %arg1
 // CHECK: llvm.inline_asm has_side_effects "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [$0], [$1, {$2, $3, $4}], [$5], $6;", "r,l,r,r,r,r,h,~{memory}" %arg2, %arg0, %arg3, %arg3, %arg3, %arg1, %arg4
+// CHECK: llvm.inline_asm has_side_effects "cp.async.bulk.prefetch.tensor.2d.L2.global.tile [$0, {$1, $2}];", "l,r,r,~{memory}" %arg0, %arg3, %arg2
 // CHECK: llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0AWAIT:\0Ambarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\0A@!p bra WAIT;\0A}", "r,r,~{memory}" %arg1, %arg3
 // CHECK: llvm.inline_asm has_side_effects "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}" %arg1
 // CHECK-NOT: hopper.
@@ -17,6 +18,7 @@ llvm.func @ring(%desc: !llvm.ptr, %bar: i32, %dst: i32, %x: i32, %mask: i16) {
   hopper.mbarrier.arrive_expect_tx %bar, %x {ring = "full"}
   hopper.tma.load %desc[%x, %x] -> %dst, %bar bytes 16384 : !llvm.ptr
   hopper.tma.load %desc[%x, %x, %x] -> %dst, %bar multicast %mask bytes 8192 : !llvm.ptr
+  hopper.tma.prefetch %desc[%x, %dst] : !llvm.ptr
   hopper.mbarrier.wait %bar, %x stage %x {ring = "full"}
   hopper.mbarrier.arrive %bar {ring = "empty"}
   llvm.return

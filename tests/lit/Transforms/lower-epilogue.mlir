@@ -2,6 +2,8 @@
 // RUN: tessel-opt %inputs/gemm_128x256.mlir -tessel-select-schedule="schedule=warp_specialized" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=WS
 // RUN: tessel-opt %inputs/gemm_128x256.mlir -tessel-select-schedule="schedule=tma" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=TMA
 // RUN: tessel-opt %inputs/gemm_128x256.mlir -tessel-select-schedule="schedule=multistage" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=MS
+// RUN: tessel-opt %inputs/gemm_alpha_beta_128x128.mlir -tessel-select-schedule="schedule=pingpong" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=C0
+// RUN: tessel-opt %inputs/gemm_alpha_beta_128x128.mlir -tessel-select-schedule="schedule=tma" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=C0-TMA
 
 // Cooperative (stream-K by default): the fixup, then a TMA store through the
 // staging buffers.
@@ -16,3 +18,8 @@
 
 // MS: hopper.epilogue staging_buffers 0 fixup "none"
 // MS: tessel.store {{.*}} {hopper.store = "fragments"}
+
+// Rule 6: an M x N epilogue operand of a warp-specialized schedule is
+// prefetched into L2 by the producer; schedule tma has no producer warp.
+// C0: tessel.load %{{.*}}[%{{.*}}, %{{.*}}] {hopper.prefetch = "tma_l2"} : !tessel.ref<2 x bf16> -> tensor<128x128xbf16>
+// C0-TMA-NOT: hopper.prefetch

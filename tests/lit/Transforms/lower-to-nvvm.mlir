@@ -2,6 +2,7 @@
 // RUN: tessel-opt %s -tessel-lower-to-nvvm | FileCheck %s --check-prefix=EW
 // RUN: tessel-opt %inputs/gemm_128x256.mlir -tessel-select-schedule -tessel-plan-pipeline -tessel-lower-to-nvvm=bounded-waits=true | FileCheck %s --check-prefix=BOUNDED
 // RUN: tessel-opt %inputs/gemm_128x256.mlir -tessel-select-schedule -tessel-plan-pipeline -tessel-lower-to-nvvm=bounded-waits=true -tessel-convert-hopper-to-nvvm | FileCheck %s --check-prefix=DEBUG
+// RUN: tessel-opt %inputs/gemm_alpha_beta_128x128.mlir -tessel-select-schedule="schedule=pingpong" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=PREFETCH
 
 // The tma schedule: one extern dynamic shared base, TMA descriptors as byval
 // grid_constant params, a parity-waited mbarrier ring (hopper ops), wgmma from
@@ -58,3 +59,11 @@ func.func @axpy(%X: !tessel.ref<1 x f32>, %Y: !tessel.ref<1 x f32>) attributes {
   tessel.store %s, %Y[%o] : tensor<1024xf32>, !tessel.ref<1 x f32>
   return
 }
+
+// An epilogue operand prefetched into L2 (tessel-lower-epilogue rule 6): an
+// optional descriptor of the whole 128 x 128 tile and its TMA-usable flag;
+// the producer prefetches it after issuing the tile's k-stages, when usable.
+// PREFETCH: tessel.params = [{{.*}}"tmastore:5:64x64:128", "tmaprefetch:4:128x128:0", "tmaok:5", "tmaok:4"
+// PREFETCH: hopper.tma.load
+// PREFETCH: scf.if
+// PREFETCH-NEXT: hopper.tma.prefetch %{{.*}}[%{{.*}}, %{{.*}}] : !llvm.ptr

@@ -63,6 +63,22 @@ TEST_F(ScalarJit, CompilesInEverySchedule) {
   EXPECT_THAT(ew.stage("ptx"), HasSubstr(".param .u32 " + ew.name() + "_param_4,"));
 }
 
+TEST_F(ScalarJit, TheC0TileIsPrefetchedIntoL2ByTheProducer) {
+  // tessel-lower-epilogue rule 6: the warp-specialized schedules' producer prefetches the M x N
+  // epilogue operand (C0) with TMA; tma and multistage have no producer warp and read it only.
+  const std::string prefetch = "cp.async.bulk.prefetch.tensor.2d.L2.global.tile";
+  for (ts::schedule s : {ts::schedule::warp_specialized, ts::schedule::cooperative, ts::schedule::pingpong}) {
+    SCOPED_TRACE(ts::to_string(s));
+    ts::kernel k = ts::jit(tessel_test::gemm_alpha_beta<128, 128>{}, {.schedule = s});
+    EXPECT_THAT(k.stage("lower-epilogue"), HasSubstr("{hopper.prefetch = \"tma_l2\"}"));
+    EXPECT_THAT(k.stage("lower-to-nvvm"), HasSubstr("\"tmaprefetch:4:128x128:0\""));
+    EXPECT_THAT(k.stage("ptx"), HasSubstr(prefetch));
+  }
+  for (ts::schedule s : {ts::schedule::tma, ts::schedule::multistage})
+    EXPECT_THAT(ts::jit(tessel_test::gemm_alpha_beta<128, 128>{}, {.schedule = s}).stage("ptx"),
+                Not(HasSubstr(prefetch)));
+}
+
 TEST_F(ScalarJit, OneKernelPerProgramNotPerValue) {
   tessel_test::scoped_env cached{"TESSEL_DISABLE_CACHE", nullptr};
   const std::string dir = ::testing::TempDir() + "tessel-scalar-cache-" + std::to_string(::getpid());

@@ -28,6 +28,8 @@
 
 #include "Multistage.h"
 
+#include "llvm/ADT/ScopeExit.h"
+
 #include <limits>
 #include <map>
 
@@ -125,6 +127,55 @@ SmallVector<StoreOp> KernelBuilder::stagedStores() {
     if (auto store = dyn_cast<StoreOp>(op); store && storePath(store) == "tma_store")
       out.push_back(store);
   return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Epilogue operands prefetched into L2 (tessel-lower-epilogue rule 6)
+//===----------------------------------------------------------------------===//
+//
+//   tessel.load %C0[%m, %n] {hopper.prefetch = "tma_l2"} : ... -> tensor<128x128xbf16>
+//     ==> producer thread, per tile, after the tile's last k-stage is issued:
+//   scf.if %c0_usable {
+//     hopper.tma.prefetch %descC0[%n, %m] : !llvm.ptr      (one 128 x 128 box)
+//   }
+//     ==> consumers, in the epilogue: the per-element loads of C0, unchanged,
+//         now served by L2.
+// No ordering rule: a prefetch writes no memory the kernel reads and nobody
+// waits for it; a tile whose prefetch has not arrived reads from memory.
+
+SmallVector<LoadOp> KernelBuilder::prefetchedLoads() {
+  SmallVector<LoadOp> out;
+  if (!gemm)
+    return out;
+  for (Operation &op : fn.getBody().front())
+    if (auto load = dyn_cast<LoadOp>(op)) {
+      auto path = load->getAttrOfType<StringAttr>("hopper.prefetch");
+      if (path && path.getValue() == "tma_l2")
+        out.push_back(load);
+    }
+  return out;
+}
+
+LogicalResult KernelBuilder::prefetchEpilogueOperands() {
+  // The tile's scalars are computed here afresh, outside the cache: values the
+  // k-loop's body cached are defined inside it, and values cached here would
+  // be defined after it.
+  DenseMap<Value, Value> cached = std::move(scalars);
+  scalars.clear();
+  auto restore = llvm::make_scope_exit([&] { scalars = std::move(cached); });
+  for (TmaParam &t : tma) {
+    if (!t.prefetch)
+      continue;
+    auto offsets = offsetScalars(t.prefetch.getOffsets());
+    if (failed(offsets))
+      return failure();
+    auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, t.usable, /*withElse=*/false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    // Innermost (column) first.
+    b.create<hopper::TmaPrefetchOp>(loc, t.desc, (*offsets)[1], (*offsets)[0]);
+  }
+  return success();
 }
 
 void KernelBuilder::consumerBarrier(Value consumer) {

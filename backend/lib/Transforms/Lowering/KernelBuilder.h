@@ -54,7 +54,11 @@ private:
     std::array<int64_t, 2> box;     ///< innermost first
     Value desc;                     ///< !llvm.ptr to the byval CUtensorMap
     StoreOp store = {};             ///< TMA-store descriptors: the store they serve
-    Value usable = {};              ///< TMA-store descriptors: i1, the argument meets TMA's rules
+    LoadOp prefetch = {};           ///< L2-prefetch descriptors: the epilogue load they serve
+    /// TMA-store and prefetch descriptors (optional ones): i1, the argument
+    /// meets TMA's rules (else the descriptor is zeroed and unused).
+    Value usable = {};
+    bool optional() const { return store || prefetch; }
     int64_t swizzle = 128;          ///< bytes, 0 = none
     /// The argument's unit-stride dimension (the descriptor's innermost);
     /// -1: the last one.
@@ -218,6 +222,12 @@ private:
   /// TMA's rules).
   LogicalResult stageChunk(TmaParam &t, Value acc, Value rowBlock, int64_t chunk, Value inWg,
                            Value consumer, Value sequence, bool drainAll);
+  /// Epilogue loads that the producer prefetches into L2 with TMA
+  /// (`hopper.prefetch = "tma_l2"`, tessel-lower-epilogue rule 6).
+  SmallVector<LoadOp> prefetchedLoads();
+  /// The producer's L2 prefetch of the epilogue operands of the tile whose
+  /// program ids are set (when each one's tensor meets TMA's rules).
+  LogicalResult prefetchEpilogueOperands();
   /// Named barrier of consumer warpgroup `consumer` (ids 1..; 0 is bar.sync 0).
   void consumerBarrier(Value consumer);
   /// Cluster tile `tile` of the persistent walk -> the user's program ids

@@ -195,6 +195,11 @@ LogicalResult KernelBuilder::lowerProducerConsumers() {
     LogicalResult r = forEachTile(i32(0), 1, [&](Value, WorkUnit u) -> LogicalResult {
       auto kLoop = b.create<scf::ForOp>(loc, u.kBegin, u.kEnd, i32(1));
       OpBuilder::InsertionGuard g2(b);
+      // The tile's epilogue operands into L2 once its loads are issued
+      // (Epilogue.cpp: a few k-steps before its epilogue reads them).
+      b.setInsertionPointAfter(kLoop);
+      if (failed(prefetchEpilogueOperands()))
+        return failure();
       b.setInsertionPointToStart(kLoop.getBody());
       Value j = kLoop.getInductionVar();
       Value it = ringPos(u, j);

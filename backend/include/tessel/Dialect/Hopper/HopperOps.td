@@ -132,6 +132,25 @@ def Hopper_TmaLoadOp : Hopper_Op<"tma.load", [AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
+def Hopper_TmaPrefetchOp : Hopper_Op<"tma.prefetch"> {
+  let summary = "TMA prefetch of one box of a global tensor into L2";
+  let description = [{
+    Asks the TMA unit to bring the box of the tensor map `desc` at `coords`
+    (innermost first) into L2, and returns at once: no shared memory, no
+    barrier, no completion to wait for. The producer warp of the
+    warp-specialized schedules uses it for an epilogue operand (C0 of
+    `alpha * A B + beta * C0`, a residual) while the mainloop runs, so that
+    the epilogue's loads of it hit L2.
+
+    ```mlir
+    hopper.tma.prefetch %desc[%n, %m] : !llvm.ptr
+    ```
+    PTX: `cp.async.bulk.prefetch.tensor.2d.L2.global.tile [desc, {x, y} ];`
+  }];
+  let arguments = (ins LLVM_AnyPointer:$desc, I32:$x, I32:$y);
+  let assemblyFormat = [{ $desc `[` $x `,` $y `]` attr-dict `:` type($desc) }];
+}
+
 //===----------------------------------------------------------------------===//
 // Warp-specialized roles and their synchronisation
 //===----------------------------------------------------------------------===//
