@@ -33,6 +33,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "tessel/Runtime/Autotune.h"
@@ -156,10 +157,7 @@ public:
   std::size_t size() const override { return t_.candidates.size(); }
   std::string label(std::size_t i) const override { return t_.candidates[i].label; }
 
-  void prepare(std::size_t i) override {
-    t_.kernel(i);
-    grids_[i] = t_.candidates[i].grid_of(args_);
-  }
+  void prepare(std::size_t i) override { t_.kernel(i); }
 
   void begin(const std::vector<std::size_t>& compiled) override {
     begun_ = true;
@@ -339,13 +337,20 @@ private:
         o.saved = 0;
       }
   }
-  void launchOnce(std::size_t i) { detail::launch(*t_.compiled[i].kernel, stream_, grids_[i], args_); }
+  /// Candidate i's grid for the arguments, computed on its first launch (run(), so that a grid
+  /// function that throws drops the candidate as "failed to run").
+  const grid& gridOf(std::size_t i) {
+    if (!grids_[i])
+      grids_[i] = t_.candidates[i].grid_of(args_);
+    return *grids_[i];
+  }
+  void launchOnce(std::size_t i) { detail::launch(*t_.compiled[i].kernel, stream_, gridOf(i), args_); }
 
   tuner_impl& t_;
   CUstream stream_;
   std::span<const kernel_arg> args_;
   const CudaDriver& d_;
-  std::vector<grid> grids_;
+  std::vector<std::optional<grid>> grids_;
   std::vector<Output> outputs_;
   CUevent events_[2] = {nullptr, nullptr};
   bool begun_ = false, finished_ = false, gateNoted_ = false;

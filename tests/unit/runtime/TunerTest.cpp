@@ -336,6 +336,18 @@ TEST_F(Tuner, AFailedTunePutsTheOutputsBack) {
   EXPECT_EQ(fake::state().allocs, fake::state().frees);
 }
 
+TEST_F(Tuner, AGridFunctionThatThrowsDropsItsCandidate) {
+  detail::candidate_spec bad = fake::candidate("wrong");
+  bad.grid_of = [](launch_args) -> grid { throw tessel::error("ts::tile_grid: argument 5 of the launch must be a tensor"); };
+  auto t = detail::make_tuner("t", {fake::candidate("slow"), bad, fake::candidate("fast")}, opts);
+  ::testing::internal::CaptureStderr();
+  launch(*t);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+            "tessel autotune: t: dropped 'wrong': failed to run: ts::tile_grid: argument 5 of the launch must be a "
+            "tensor\n");
+  EXPECT_EQ(detail::tuner_last_decision(*t).label, "fast");
+}
+
 TEST_F(Tuner, TheCandidateListIsChecked) {
   auto spec = [](const std::string& name) { return fake::candidate(name); };
   EXPECT_THAT([&] { detail::make_tuner("", {spec("fast")}, {}); },
