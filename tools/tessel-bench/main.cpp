@@ -60,6 +60,10 @@ constexpr const char* kUsage = R"(usage: tessel-bench [options]
   --cooldown-ms T     pause between shapes                                      (default 200)
   --cublas-algos N    time cuBLASLt's N best heuristic algorithms, keep the fastest (default 1)
   --no-check          skip the correctness check
+  --autotune          per shape, one more row: ts::autotune over every configuration above (its
+                      winner, chosen on the shape by the tuner's own timing and numerical check,
+                      or read from the disk cache when an earlier run saved it), timed like
+                      the others; the status column says which won and whether it was timed
   --dump-dir DIR      write each kernel's compilation stages to DIR/<schedule>_<tile>_s<stages>/
   --seed S            random inputs seed                                        (default 1)
 Exit status: 0 when every configuration compiled, ran and matched cuBLASLt; 1 otherwise; 2 on usage errors.
@@ -98,6 +102,8 @@ struct row {
   config cfg;
   std::string status = "ok";  // ok | FAIL | compile error | launch error
   std::string error;
+  bool autotuned = false;    // the --autotune row: cfg is its winner's
+  std::string autotune_note;  // "winner <label>, timed|cached"
   tb::compare_report rep;
   std::string cublas_algo;
 };
@@ -160,12 +166,16 @@ void print_row(const row& r) {
     clocks = std::to_string(rep.candidate.median_sm_mhz) + "/" + std::to_string(rep.cublas.median_sm_mhz);
   char err[32] = "-";
   if (rep.checked) std::snprintf(err, sizeof err, "%.2e", rep.candidate_check.rel_err);
-  std::printf("%-18s %-20s %-8s %2d %11s %11s %7s %9s %11s  %s%s%s\n", r.shape.str().c_str(),
-              (r.cfg.label() + (r.layout == tb::gemm_layout{} ? "" : " " + r.layout.str())).c_str(),
+  std::printf("%-18s %-20s %-8s %2d %11s %11s %7s %9s %11s  %s%s%s%s\n", r.shape.str().c_str(),
+              ((r.autotuned ? std::string("autotune") : r.cfg.label()) +
+               (r.layout == tb::gemm_layout{} ? "" : " " + r.layout.str()))
+                  .c_str(),
               r.cfg.tile.str().c_str(), r.cfg.stages,
               rep.timed ? tb::fmt(rep.candidate_tflops, 1).c_str() : "-",
               rep.timed ? tb::fmt(rep.cublas_tflops, 1).c_str() : "-", rep.timed ? tb::fmt(rep.ratio, 3).c_str() : "-",
-              err, clocks.c_str(), r.status.c_str(), r.error.empty() ? "" : ": ", r.error.c_str());
+              err, clocks.c_str(), r.status.c_str(),
+              r.autotune_note.empty() ? "" : (" (" + r.autotune_note + ")").c_str(), r.error.empty() ? "" : ": ",
+              r.error.c_str());
   std::fflush(stdout);
 }
 
@@ -176,7 +186,7 @@ int main(int argc, char** argv) {
     tb::cli args(argc, argv,
                  {"shapes", "schedules", "tiles", "stages", "clusters", "decompositions", "layouts", "raster-group", "swizzle", "json", "iters", "repeats", "warmup-ms", "cooldown-ms",
                   "cublas-algos", "dump-dir", "seed"},
-                 {"no-check", "help"});
+                 {"no-check", "autotune", "help"});
     if (args.flag("help")) {
       std::cout << kUsage;
       return 0;
@@ -233,11 +243,15 @@ int main(int argc, char** argv) {
     // Compile every configuration once (no GPU needed); reused for every shape.
     std::map<std::string, compiled> kernels;
     bool any_error = false;
+    const bool autotune = args.flag("autotune");
+    auto options_of = [&](const config& c) {
+      return ts::options{.schedule = c.schedule, .stages = c.stages, .cluster = c.cluster, .swizzle = swizzle,
+                         .raster_group = int(args.i64("raster-group", 0)), .decomposition = c.decomposition};
+    };
     for (const auto& c : configs) {
       compiled& k = kernels[c.name()];
-      ts::options o{.schedule = c.schedule, .stages = c.stages, .cluster = c.cluster, .swizzle = swizzle, .raster_group = int(args.i64("raster-group", 0)),
-                    .decomposition = c.decomposition,
-                    .dump_dir = dump_dir.empty() ? std::string() : dump_dir + "/" + c.name()};
+      ts::options o = options_of(c);
+      o.dump_dir = dump_dir.empty() ? std::string() : dump_dir + "/" + c.name();
       auto t0 = std::chrono::steady_clock::now();
       try {
         k.kernel.emplace(tb::jit_gemm(tb::gemm_variant::plain, c.tile, o));
@@ -333,6 +347,53 @@ int main(int argc, char** argv) {
         rows.push_back(std::move(r));
         if (fatal) break;
       }
+      if (autotune && !fatal && shape_error.empty()) {
+        // ts::autotune over the configurations that compiled; its first launch (the check's)
+        // tunes on this shape, or reads the choice an earlier run saved in the disk cache.
+        row r;
+        r.shape = sh;
+        r.layout = layout;
+        r.autotuned = true;
+        std::vector<ts::tune_candidate> candidates;
+        std::vector<config> candidate_configs;
+        for (const auto& c : configs)
+          if (kernels[c.name()].kernel) {
+            candidates.push_back(tb::gemm_candidate(tb::gemm_variant::plain, c.tile, options_of(c)).named(c.name()));
+            candidate_configs.push_back(c);
+          }
+        try {
+          if (candidates.empty()) throw ts::error("no configuration compiled");
+          ts::autotuner tuner = ts::autotune("tessel-bench gemm", std::move(candidates));
+          tb::launch_fn launch = [&](int i, cudaStream_t s) {
+            tb::launch_gemm(tuner, s, p->A(i), p->B(i), p->C(i), sh.m, sh.n, sh.k, layout);
+          };
+          tb::output_launch_fn check_launch = [&](void* C, std::int64_t ldc, cudaStream_t s) {
+            tb::launch_gemm(tuner, s, p->A(0), p->B(0), C, sh.m, sh.n, sh.k, layout, ldc);
+          };
+          r.cublas_algo = cublas->algo_description();
+          r.rep = tb::compare_with_cublas(launch, check_launch, *p, *cublas, lt, cmp, stream, &nvml);
+          const ts::tune_decision d = tuner.last_decision();
+          r.cfg = candidate_configs.at(d.winner);
+          int timed = 0;
+          for (const auto& c : d.candidates) timed += c.ok;
+          r.autotune_note = "winner " + d.label + ", " + ts::to_string(d.source) + ", " + std::to_string(timed) + "/" +
+                            std::to_string(d.candidates.size()) + " candidates timed";
+          if (!r.rep.check_ok) {
+            r.status = "FAIL";
+            r.error = "wrong result: " + r.rep.candidate_check.str();
+          }
+        } catch (const ts::error& e) {
+          r.status = "launch error";
+          r.error = e.what();
+        } catch (const tb::cuda_error& e) {
+          r.status = "CUDA error";
+          r.error = e.what();
+          fatal = true;
+        }
+        if (r.status != "ok") any_error = true;
+        print_row(r);
+        rows.push_back(std::move(r));
+      }
       if (fatal) {
         std::printf("stopping: the CUDA context is unusable after a CUDA error\n");
         break;
@@ -354,7 +415,8 @@ int main(int argc, char** argv) {
       return r.shape.str() + (r.layout == tb::gemm_layout{} ? "" : " " + r.layout.str());
     };
     auto config_key = [](const row& r) {
-      return r.cfg.label() + " " + r.cfg.tile.str() + " s" + std::to_string(r.cfg.stages);
+      return (r.autotuned ? "autotune: " : "") + r.cfg.label() + " " + r.cfg.tile.str() + " s" +
+             std::to_string(r.cfg.stages);
     };
     for (const auto& r : rows)
       if (r.status == "ok" && r.rep.timed) entries.push_back({shape_key(r), config_key(r), r.rep.ratio});
@@ -383,8 +445,9 @@ int main(int argc, char** argv) {
         js << " {\"m\":" << r.shape.m << ",\"n\":" << r.shape.n << ",\"k\":" << r.shape.k << ",\"schedule\":\""
            << tb::schedule_name(r.cfg.schedule) << "\",\"tile\":\"" << r.cfg.tile.str() << "\",\"stages\":" << r.cfg.stages
            << ",\"cluster\":\"" << tb::cluster_str(r.cfg.cluster) << "\",\"decomposition\":\""
-           << tb::decomposition_str(r.cfg.decomposition) << "\",\"label\":\"" << json_escape(r.cfg.label())
+           << tb::decomposition_str(r.cfg.decomposition) << "\",\"label\":\"" << json_escape(r.autotuned ? "autotune " + r.cfg.label() : r.cfg.label())
            << "\",\"layout\":\"" << r.layout.str() << "\""
+           << (r.autotuned ? ",\"autotune\":\"" + json_escape(r.autotune_note) + "\"" : std::string())
            << ",\"status\":\"" << json_escape(r.status) << "\",\"error\":\"" << json_escape(r.error) << "\"";
         if (r.rep.checked)
           js << ",\"rel_err\":" << json_num(r.rep.candidate_check.rel_err)

@@ -151,17 +151,31 @@ ts::kernel jit_tile(gemm_variant v, const ts::options& o) {
   if (v == gemm_variant::plain) return ts::jit(examples::gemm<BM, BN, BK>{}, o);
   return ts::jit(examples::gemm_bias_relu<BM, BN, BK>{}, o);
 }
+template <int BM, int BN, int BK>
+ts::tune_candidate candidate_tile(gemm_variant v, const ts::options& o) {
+  if (v == gemm_variant::plain) return ts::candidate(examples::gemm<BM, BN, BK>{}, o, ts::tile_grid(2, BM, BN));
+  return ts::candidate(examples::gemm_bias_relu<BM, BN, BK>{}, o, ts::tile_grid(3, BM, BN));
+}
+/// Calls make.template operator()<BM, BN, BK>() for the instantiated tile `t`.
+template <class Make>
+auto with_tile(const tile_shape& t, Make make) {
+  if (t == tile_shape{128, 256, 64}) return make.template operator()<128, 256, 64>();
+  if (t == tile_shape{128, 128, 64}) return make.template operator()<128, 128, 64>();
+  if (t == tile_shape{256, 128, 64}) return make.template operator()<256, 128, 64>();
+  if (t == tile_shape{128, 64, 64}) return make.template operator()<128, 64, 64>();
+  if (t == tile_shape{128, 128, 32}) return make.template operator()<128, 128, 32>();
+  if (t == tile_shape{128, 256, 32}) return make.template operator()<128, 256, 32>();
+  if (t == tile_shape{256, 128, 32}) return make.template operator()<256, 128, 32>();
+  throw usage_error("tile " + t.str() + " is not instantiated in tessel_gemm.cpp");
+}
 }  // namespace
 
 ts::kernel jit_gemm(gemm_variant v, const tile_shape& t, const ts::options& o) {
-  if (t == tile_shape{128, 256, 64}) return jit_tile<128, 256, 64>(v, o);
-  if (t == tile_shape{128, 128, 64}) return jit_tile<128, 128, 64>(v, o);
-  if (t == tile_shape{256, 128, 64}) return jit_tile<256, 128, 64>(v, o);
-  if (t == tile_shape{128, 64, 64}) return jit_tile<128, 64, 64>(v, o);
-  if (t == tile_shape{128, 128, 32}) return jit_tile<128, 128, 32>(v, o);
-  if (t == tile_shape{128, 256, 32}) return jit_tile<128, 256, 32>(v, o);
-  if (t == tile_shape{256, 128, 32}) return jit_tile<256, 128, 32>(v, o);
-  throw usage_error("tile " + t.str() + " is not instantiated in tessel_gemm.cpp");
+  return with_tile(t, [&]<int BM, int BN, int BK>() { return jit_tile<BM, BN, BK>(v, o); });
+}
+
+ts::tune_candidate gemm_candidate(gemm_variant v, const tile_shape& t, const ts::options& o) {
+  return with_tile(t, [&]<int BM, int BN, int BK>() { return candidate_tile<BM, BN, BK>(v, o); });
 }
 
 ts::grid gemm_grid(const tile_shape& t, std::int64_t M, std::int64_t N) {
@@ -173,6 +187,13 @@ void launch_gemm(ts::kernel& k, const tile_shape& t, void* stream, const void* A
   const auto sa = layout.a_strides(M, K), sb = layout.b_strides(N, K);
   k.launch(stream, gemm_grid(t, M, N), ts::view<ts::bf16>(A, {M, K}, {sa[0], sa[1]}),
            ts::view<ts::bf16>(B, {N, K}, {sb[0], sb[1]}), ts::view<ts::bf16>(C, {M, N}, {ldc ? ldc : N, 1}));
+}
+
+void launch_gemm(const ts::autotuner& tuner, void* stream, const void* A, const void* B, void* C, std::int64_t M,
+                 std::int64_t N, std::int64_t K, gemm_layout layout, std::int64_t ldc) {
+  const auto sa = layout.a_strides(M, K), sb = layout.b_strides(N, K);
+  tuner.launch(stream, ts::view<ts::bf16>(A, {M, K}, {sa[0], sa[1]}), ts::view<ts::bf16>(B, {N, K}, {sb[0], sb[1]}),
+               ts::view<ts::bf16>(C, {M, N}, {ldc ? ldc : N, 1}));
 }
 
 void launch_gemm_bias_relu(ts::kernel& k, const tile_shape& t, void* stream, const void* A, const void* B,

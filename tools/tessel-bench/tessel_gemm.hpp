@@ -67,6 +67,10 @@ enum class gemm_variant { plain, bias_relu };
 /// Throws tessel::error when tessel cannot build it, usage_error for an unsupported tile.
 tessel::kernel jit_gemm(gemm_variant v, const tile_shape& t, const tessel::options& o);
 
+/// A ts::autotune candidate: examples::gemm<bm, bn, bk> (plain) or examples::gemm_bias_relu, compiled
+/// with `o` when the tuner needs it, over one program instance per tile of C (ts::tile_grid).
+tessel::tune_candidate gemm_candidate(gemm_variant v, const tile_shape& t, const tessel::options& o);
+
 /// One program instance per BM x BN tile of C.
 tessel::grid gemm_grid(const tile_shape& t, std::int64_t M, std::int64_t N);
 
@@ -74,6 +78,10 @@ tessel::grid gemm_grid(const tile_shape& t, std::int64_t M, std::int64_t N);
 /// @ B (N x K)^T, A and B viewed with `layout`'s strides (default: both K-contiguous, row-major).
 void launch_gemm(tessel::kernel& k, const tile_shape& t, void* stream, const void* A, const void* B, void* C,
                  std::int64_t M, std::int64_t N, std::int64_t K, gemm_layout layout = {}, std::int64_t ldc = 0);
+/// The same launch through a tuner over plain GEMM candidates (gemm_candidate): the winner of
+/// the shape's bucket, tuning on its first launch.
+void launch_gemm(const tessel::autotuner& tuner, void* stream, const void* A, const void* B, void* C, std::int64_t M,
+                 std::int64_t N, std::int64_t K, gemm_layout layout = {}, std::int64_t ldc = 0);
 /// Launches a gemm_bias_relu kernel (bias: N elements).
 void launch_gemm_bias_relu(tessel::kernel& k, const tile_shape& t, void* stream, const void* A, const void* B,
                            const void* bias, void* C, std::int64_t M, std::int64_t N, std::int64_t K,

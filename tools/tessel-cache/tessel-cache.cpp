@@ -4,7 +4,7 @@
 //   tessel-cache [--dir DIR] list     one line per entry, least recently used first
 //   tessel-cache [--dir DIR] stats    entries, bytes, the size cap, invalid entries
 //   tessel-cache [--dir DIR] trim [SIZE]  evict down to SIZE (default: the cap)
-//   tessel-cache [--dir DIR] clear    remove every entry
+//   tessel-cache [--dir DIR] clear    remove every entry (and ts::autotune's saved choices)
 //
 // The directory is the one ts::jit would use (TESSEL_CACHE_DIR, else
 // $XDG_CACHE_HOME/tessel, else ~/.cache/tessel) unless --dir names another.
@@ -38,7 +38,7 @@ int usage(const char *why = nullptr) {
                "  list   one line per entry, least recently used first: access time, bytes, kernel, variant\n"
                "  stats  number of entries, total bytes, the size cap (TESSEL_CACHE_MAX_BYTES), invalid entries\n"
                "  trim   remove least recently used entries down to SIZE (default: the cap)\n"
-               "  clear  remove every entry\n");
+               "  clear  remove every entry, and the choices ts::autotune saved (*.tune)\n");
   return why ? 2 : 0;
 }
 

@@ -20,6 +20,7 @@
 #include "tessel/Runtime/Env.h"
 #include "tessel/Runtime/Kernel.h"
 #include "tessel/Transforms/OperandLayout.h"
+#include "tessel/kernel/autotune.hpp"
 
 #include "tessel/Dialect/Tessel/Tessel.h"
 
@@ -33,6 +34,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -341,6 +343,21 @@ std::shared_ptr<kernel_impl> finish_and_compile(const options &o) {
 }
 
 void abandon_trace() noexcept { frontend::abandonTrace(); }
+
+std::string finish_trace_identity() {
+  std::unique_ptr<frontend::TracedModule> traced = frontend::finishTrace();
+  std::string program;
+  {
+    llvm::raw_string_ostream os(program);
+    traced->module->print(os, mlir::OpPrintingFlags().enableDebugInfo(false));
+  }
+  // Two independently seeded hashes, like the disk cache's file names.
+  char text[40];
+  std::snprintf(text, sizeof(text), "%016llx%016llx",
+                static_cast<unsigned long long>(runtime::xxh64(program, 0)),
+                static_cast<unsigned long long>(runtime::xxh64(program, 0x7e55e1)));
+  return text;
+}
 
 std::uint64_t kernels_built() noexcept { return builtCount.load(); }
 

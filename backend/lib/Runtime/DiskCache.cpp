@@ -709,7 +709,7 @@ void removeTemporaries(const std::string& dir, std::int64_t olderThanNs) {
   while (dirent* e = readdir(d)) {
     std::string_view name(e->d_name);
     if (name.find(std::string(kEntrySuffix) + ".tmp.") == std::string_view::npos &&
-        name.find(".version.tmp.") == std::string_view::npos)
+        name.find(".version.tmp.") == std::string_view::npos && name.find(".tune.tmp.") == std::string_view::npos)
       continue;
     std::string path = dir + "/" + std::string(name);
     struct stat st {};
@@ -746,7 +746,8 @@ std::size_t clearCache(const std::string& dir) {
   if (DIR* d = opendir(dir.c_str())) {
     while (dirent* e = readdir(d)) {
       std::string_view name(e->d_name);
-      if (name.rfind("ptxas-", 0) == 0 && endsWith(name, ".version"))
+      // The ptxas version memos, and ts::autotune's saved choices (Autotune.h).
+      if ((name.rfind("ptxas-", 0) == 0 && endsWith(name, ".version")) || endsWith(name, ".tune"))
         unlink((dir + "/" + std::string(name)).c_str());
     }
     closedir(d);

@@ -32,6 +32,7 @@
 #include "tessel/expr/node.hpp"
 #include "tessel/expr/operators.hpp"
 #include "tessel/expr/tile.hpp"
+#include "tessel/kernel/autotune.hpp"
 #include "tessel/kernel/jit.hpp"
 #include "tessel/kernel/runtime_api.hpp"
 #include "tessel/ops/creation.hpp"

@@ -60,10 +60,20 @@ namespace tessel::runtime {
   X(cuMemcpyDtoH, 3020)                                                        \
   X(cuMemsetD8, 3020)
 
-/// Entry points used when the driver has them (nullptr otherwise).
+/// Entry points used when the driver has them (nullptr otherwise). The event,
+/// host-function, capture and async-copy ones are ts::autotune's (Tuner.cpp),
+/// which says which one is missing if it needs it.
 #define TESSEL_CUDA_OPTIONAL_FUNCS(X)                                           \
   X(cuFuncGetParamInfo, 12040)                                                 \
-  X(cuOccupancyMaxActiveClusters, 11070)
+  X(cuOccupancyMaxActiveClusters, 11070)                                       \
+  X(cuEventCreate, 2000)                                                       \
+  X(cuEventDestroy, 4000)                                                      \
+  X(cuEventRecord, 2000)                                                       \
+  X(cuEventSynchronize, 2000)                                                  \
+  X(cuEventElapsedTime, 12080)                                                 \
+  X(cuLaunchHostFunc, 10000)                                                   \
+  X(cuStreamIsCapturing, 10000)                                                \
+  X(cuMemcpyDtoDAsync, 3020)
 
 /// The resolved driver. Immutable once cudaDriver() has returned it.
 ///

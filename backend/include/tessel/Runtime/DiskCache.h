@@ -139,7 +139,8 @@ std::vector<CacheEntryFile> listCacheEntries(const std::string& dir);
 /// number of entries removed.
 std::size_t evictCacheEntries(const std::string& dir, std::uint64_t maxBytes);
 /// Removes every entry and temporary file of `dir` (and the ptxas version
-/// memos). Returns the number of entries removed.
+/// memos and ts::autotune's saved choices, "*.tune"). Returns the number of
+/// kernel entries removed.
 std::size_t clearCache(const std::string& dir);
 
 /// Tests: forget which warnings this process has printed.

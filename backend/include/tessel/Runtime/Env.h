@@ -29,6 +29,11 @@
 //                             "tessel: note: ..." line on stderr; `quiet`: say
 //                             nothing; `error`: throw a tessel::error naming the
 //                             argument and the rule instead of falling back.
+//   TESSEL_AUTOTUNE=<mode>    ts::autotune (Autotune.h): `1` (default) use the
+//                             choice saved in the disk cache for a shape
+//                             bucket, tune on a miss; `0` launch the first
+//                             candidate that compiles, untimed and unchecked;
+//                             `force` tune again and replace the saved choice.
 //   TESSEL_PTXAS=<path>       The ptxas to run. Default lookup:
 //                             $CUDA_HOME/bin/ptxas, $CUDA_PATH/bin/ptxas,
 //                             /usr/local/cuda/bin/ptxas, then ptxas on PATH.
@@ -54,7 +59,7 @@ namespace tessel::runtime {
 inline constexpr const char* kKnobNames[] = {
     "TESSEL_DUMP_DIR", "TESSEL_CACHE_DIR", "TESSEL_DISABLE_CACHE",
     "TESSEL_DEBUG",    "TESSEL_VERBOSE",   "TESSEL_PTXAS",
-    "TESSEL_FALLBACK", "TESSEL_CACHE_MAX_BYTES",
+    "TESSEL_FALLBACK", "TESSEL_CACHE_MAX_BYTES", "TESSEL_AUTOTUNE",
 };
 
 /// TESSEL_FALLBACK: what a launch does when TMA's rules fail for an argument.

@@ -204,26 +204,34 @@ private:
   std::string name_;
 };
 
+namespace detail {
+/// ts::jit without the kernel wrapper (ts::candidate compiles through it).
+template <class F>
+std::shared_ptr<kernel_impl> jit_impl(const F& f, const options& opts, std::source_location loc) {
+  // A functor without data members traces to the same program every time: its kernel is
+  // found by type and options without tracing again (an in-memory hit in microseconds).
+  if constexpr (std::is_empty_v<F>)
+    if (auto hit = find_kernel(typeid(F).name(), opts)) return hit;
+  const std::string name = kernel_name<F>();
+  trace::begin(name.c_str());
+  try {
+    call_with_symbolic_args(f, to_loc(loc));
+  } catch (...) {
+    abandon_trace();
+    throw;
+  }
+  auto impl = finish_and_compile(opts);
+  if constexpr (std::is_empty_v<F>) remember_kernel(typeid(F).name(), opts, impl);
+  return impl;
+}
+}  // namespace detail
+
 /// Traces functor `f` and compiles it (no GPU needed). Throws tessel::error with the user's
 /// file:line when the traced program is invalid.
 template <class F>
 kernel jit(const F& f, const options& opts = {},
            std::source_location loc = std::source_location::current()) {
-  std::string name = detail::kernel_name<F>();
-  // A functor without data members traces to the same program every time: its kernel is
-  // found by type and options without tracing again (an in-memory hit in microseconds).
-  if constexpr (std::is_empty_v<F>)
-    if (auto hit = detail::find_kernel(typeid(F).name(), opts)) return kernel(std::move(hit), std::move(name));
-  trace::begin(name.c_str());
-  try {
-    detail::call_with_symbolic_args(f, detail::to_loc(loc));
-  } catch (...) {
-    detail::abandon_trace();
-    throw;
-  }
-  auto impl = detail::finish_and_compile(opts);
-  if constexpr (std::is_empty_v<F>) detail::remember_kernel(typeid(F).name(), opts, impl);
-  return kernel(std::move(impl), std::move(name));
+  return kernel(detail::jit_impl(f, opts, loc), detail::kernel_name<F>());
 }
 
 /// A kernel argument: `rank = sizes.size()` dims of element type T at `data` (device memory),
