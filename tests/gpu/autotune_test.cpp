@@ -208,7 +208,10 @@ TEST(Autotune, ASecondProcessReusesTheChoiceWithoutTiming) {
   const std::string winner = t.last_decision().label;
 
   const std::string self = fs::read_symlink("/proc/self/exe").string();
-  const std::string cmd = "AUTOTUNE_TEST_CHILD=1 TESSEL_CACHE_DIR='" + cache.dir + "' '" + self +
+  // (Not sharded: a sharded parent's GTEST_* variables would leave the child's one test to
+  // another shard.)
+  const std::string cmd = "env -u GTEST_TOTAL_SHARDS -u GTEST_SHARD_INDEX -u GTEST_SHARD_STATUS_FILE "
+                          "AUTOTUNE_TEST_CHILD=1 TESSEL_CACHE_DIR='" + cache.dir + "' '" + self +
                           "' --gtest_filter=AutotuneChild.ReusesTheSavedChoice 2>&1";
   std::printf("second process: %s\n", cmd.c_str());
   std::fflush(stdout);
