@@ -11,7 +11,10 @@
 //          host time of a cached launch (median over batches of back-to-back launches of a
 //          1024^3 GEMM, whose GPU time is shorter than the launch's host time... or else it
 //          says so): the same arguments every time (the cached launch), then C alternating
-//          between two buffers (every launch takes the full path).
+//          between two buffers (every launch takes the full path); then the driver floor:
+//          cuLaunchKernelEx alone, no tessel code, for a kernel with the same parameter list and
+//          launch shape (launch_floor.h), so that the cached launch's host time splits into
+//          tessel's part and the driver's.
 // No GPU is needed except for the launch part, which then prints that it was skipped.
 //
 //   tessel-latency [--configs cooperative:128x256,multistage:128x256,...] [--runs N]
@@ -34,6 +37,7 @@
 #include <cuda_runtime_api.h>
 
 #include "cli.h"
+#include "launch_floor.h"
 #include "tessel_gemm.hpp"
 
 namespace ts = tessel;
@@ -145,6 +149,11 @@ int child(const config& c, const std::string& phase) {
   cudaFree(B);
   cudaFree(C);
   cudaFree(C2);
+  // After everything above, so that it cannot change what they measure.
+  const tb::driver_floor floor = tb::time_driver_launch_floor(s, gpu_ms * 1000 / 100);
+  if (floor.pointers_us >= 0) std::printf("RESULT floor_pointers_us %.2f\n", floor.pointers_us);
+  if (floor.packed_us >= 0) std::printf("RESULT floor_packed_us %.2f\n", floor.packed_us);
+  if (!floor.note.empty()) std::printf("FLOOR_NOTE %s\n", floor.note.c_str());
   return 0;
 }
 
@@ -225,7 +234,7 @@ int main(int argc, char** argv) {
       std::map<std::string, std::vector<double>> steps;
       std::vector<std::string> order;
       std::map<std::string, std::vector<double>> results;
-      std::string launch_note;
+      std::string launch_note, floor_note;
       for (int r = 0; r < runs; ++r) {
         char tmpl[] = "/tmp/tessel-latency-XXXXXX";
         if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
@@ -238,7 +247,9 @@ int main(int argc, char** argv) {
             if (end == std::string::npos) end = out.size();
             std::string line = out.substr(pos, end - pos);
             pos = end + 1;
-            if (line.rfind("STEP ", 0) == 0 && std::string(ph) == "cold") {
+            if (line.rfind("FLOOR_NOTE ", 0) == 0) {
+              floor_note = line.substr(11);
+            } else if (line.rfind("STEP ", 0) == 0 && std::string(ph) == "cold") {
               auto tab = line.rfind('\t');
               std::string name = line.substr(5, tab - 5);
               if (!steps.count(name)) order.push_back(name);
@@ -266,7 +277,16 @@ int main(int argc, char** argv) {
                     "  launch with new arguments, host  %8.2f us per launch (every check, pointer query, TMA encode)\n",
                     median(results["launch_us"]), median(results["gpu_us_per_launch"]),
                     median(results["full_launch_us"]));
-      else
+      if (results.count("floor_pointers_us")) {
+        std::printf("  cuLaunchKernelEx alone, host     %8.2f us per launch (no tessel code; the same 23 parameters "
+                    "and launch shape",
+                    median(results["floor_pointers_us"]));
+        if (results.count("floor_packed_us"))
+          std::printf("; as one packed buffer %.2f us", median(results["floor_packed_us"]));
+        std::printf(")\n");
+      }
+      if (!floor_note.empty()) std::printf("  driver floor: %s\n", floor_note.c_str());
+      if (!results.count("launch_us"))
         std::printf("  cached launch, host              %s\n", launch_note.c_str());
     }
   } catch (const std::exception& e) {

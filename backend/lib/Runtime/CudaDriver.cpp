@@ -200,6 +200,8 @@ void recordStickyFault(const std::string& message) {
 bool contextFaulted() noexcept { return faultSeen.load(std::memory_order_acquire); }
 
 void throwIfContextFaulted(std::string_view kernel) {
+  if (!contextFaulted())
+    return;  // the common case, without the mutex
   std::string first;
   {
     std::lock_guard<std::mutex> lock(stickyMutex);
@@ -211,9 +213,13 @@ void throwIfContextFaulted(std::string_view kernel) {
 }
 
 CUcontext ensureContext(CUstream stream, std::string_view kernel) {
-  const CudaDriver& d = requireCudaDriver(
-      kernel.empty() ? std::string("cannot use the GPU")
-                     : "cannot launch kernel '" + std::string(kernel) + "'");
+  // The message is built only when there is no GPU: every launch that is not a cached one comes
+  // here.
+  const CudaDriver* driver = cudaDriver();
+  if (!driver)
+    driver = &requireCudaDriver(kernel.empty() ? std::string("cannot use the GPU")
+                                               : "cannot launch kernel '" + std::string(kernel) + "'");
+  const CudaDriver& d = *driver;
   CUcontext ctx = nullptr;
   checkCuda(d.cuCtxGetCurrent(&ctx), "cuCtxGetCurrent", kernel);
   if (ctx)

@@ -26,6 +26,8 @@
 #include "tessel/Runtime/CudaDriver.h"
 #include "tessel/Runtime/Env.h"
 
+extern char** environ;
+
 namespace tessel::detail {
 
 using namespace tessel::runtime;
@@ -52,6 +54,54 @@ bool parseArch(const std::string& arch, int& major, int& minor, bool& specific) 
   minor = digits.back() - '0';
   specific = i < arch.size() && (arch[i] == 'a' || arch[i] == 'f');
   return true;
+}
+
+/// An environment flag as envFlag reads it (Env.h's syntax), without building a string when it is
+/// unset. The launch path asks per launch, so neither knobs() (every knob, strings for each) nor
+/// envFlag (a string per call) there.
+bool flagSet(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && parseFlag(v);
+}
+
+/// `s` past `prefix`, or nullptr when `s` does not start with it. Inline, unlike strncmp: the scan
+/// below calls it for every environment entry. Never reads past the end of `s` (its NUL differs
+/// from every character of the prefix).
+template <std::size_t N>
+const char* skipPrefix(const char* s, const char (&prefix)[N]) {
+  for (std::size_t i = 0; i + 1 < N; ++i)
+    if (s[i] != prefix[i])
+      return nullptr;
+  return s + (N - 1);
+}
+
+/// TESSEL_DEBUG and TESSEL_VERBOSE (true flag values) now: what keeps a launch from being cached
+/// or recorded (a debug launch synchronizes, a verbose one prints select()'s lines). Every launch
+/// asks, and Env.h reads variables at each call rather than caching them, so this reads the
+/// environment now, but in one pass over it instead of a getenv scan per name (the two scans were
+/// about half of the cached launch's own host time). As getenv does, only the first entry of a
+/// name counts.
+struct LaunchFlags {
+  bool debug = false;
+  bool verbose = false;
+};
+
+LaunchFlags launchFlags() {
+  LaunchFlags f;
+  bool seenDebug = false, seenVerbose = false;
+  for (char** e = environ; e && *e && !(seenDebug && seenVerbose); ++e) {
+    const char* s = skipPrefix(*e, "TESSEL_");
+    if (!s)
+      continue;
+    if (const char* v = skipPrefix(s, "DEBUG="); v && !seenDebug) {
+      seenDebug = true;
+      f.debug = *v && parseFlag(v);
+    } else if (const char* v = skipPrefix(s, "VERBOSE="); v && !seenVerbose) {
+      seenVerbose = true;
+      f.verbose = *v && parseFlag(v);
+    }
+  }
+  return f;
 }
 
 /// Unloads a module on scope exit unless released (error paths of loading).
@@ -200,7 +250,7 @@ void* LoadedKernel::functionFor(void* context) {
 kernel_impl::kernel_impl(CompiledKernel k, VariantCompiler compiler, bool verbose)
     : primary_(std::move(k)), compiler_(std::move(compiler)), verbose_(verbose) {}
 
-bool kernel_impl::verbose() const { return verbose_ || knobs().verbose; }
+bool kernel_impl::verbose() const { return verbose_ || flagSet("TESSEL_VERBOSE"); }
 
 std::vector<std::string> kernel_impl::variantTags() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -409,8 +459,8 @@ void checkDevicePointers(const CudaDriver& d, const CompiledKernel& k, std::span
     void* data[] = {&memoryType, &isManaged, &ordinal};
     // cuPointerGetAttributes does not fail for non-CUDA memory: it reports
     // memory type 0 instead.
-    checkCuda(d.cuPointerGetAttributes(3, attrs, data, ptr), "cuPointerGetAttributes", k.name,
-              "argument " + std::to_string(i));
+    if (CUresult r = d.cuPointerGetAttributes(3, attrs, data, ptr); r != CUDA_SUCCESS)
+      throwCudaError(r, "cuPointerGetAttributes", k.name, "argument " + std::to_string(i));
     if (isManaged)
       continue;
     const auto type = static_cast<CUmemorytype>(static_cast<std::uint32_t>(memoryType));
@@ -537,16 +587,21 @@ void kernel_impl::rememberLaunch(std::shared_ptr<const LaunchRecord> r) {
 
 namespace {
 
+/// Every field of a launch argument equal (the floating value bit for bit: -0.0 and NaN payloads
+/// are other values). All three sizes and strides, also past the rank, so that nothing the full
+/// path might read differs. The array fields are compared with XORs, not std::array's ==, which
+/// calls memcmp per array (a third of the compare's time).
 bool sameArg(const tensor_arg& a, const tensor_arg& b) {
-  return a.data == b.data && a.type == b.type && a.rank == b.rank && a.sizes == b.sizes &&
-         a.strides == b.strides && a.kind == b.kind &&
-         std::memcmp(&a.floating, &b.floating, sizeof(double)) == 0 && a.integer == b.integer;
-}
-
-/// An environment flag as envFlag reads it, without building a string when it is unset.
-bool flagSet(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v && envFlag(name);
+  std::uint64_t floatingA = 0, floatingB = 0;
+  std::memcpy(&floatingA, &a.floating, sizeof floatingA);
+  std::memcpy(&floatingB, &b.floating, sizeof floatingB);
+  const std::uint64_t diff =
+      static_cast<std::uint64_t>(a.sizes[0] ^ b.sizes[0]) | static_cast<std::uint64_t>(a.sizes[1] ^ b.sizes[1]) |
+      static_cast<std::uint64_t>(a.sizes[2] ^ b.sizes[2]) | static_cast<std::uint64_t>(a.strides[0] ^ b.strides[0]) |
+      static_cast<std::uint64_t>(a.strides[1] ^ b.strides[1]) |
+      static_cast<std::uint64_t>(a.strides[2] ^ b.strides[2]) | (floatingA ^ floatingB) |
+      static_cast<std::uint64_t>(a.integer ^ b.integer);
+  return diff == 0 && a.data == b.data && a.type == b.type && a.rank == b.rank && a.kind == b.kind;
 }
 
 std::string launchShape(const CompiledKernel& k, grid g) {
@@ -579,7 +634,9 @@ bool launchCached(kernel_impl& kernel, CUstream s, grid g, std::span<const tenso
     }
   if (s == CU_STREAM_PER_THREAD && r->thread != std::this_thread::get_id())
     return false;
-  if (contextFaulted() || flagSet("TESSEL_DEBUG") || flagSet("TESSEL_VERBOSE"))
+  if (contextFaulted())
+    return false;
+  if (const LaunchFlags f = launchFlags(); f.debug || f.verbose)
     return false;
   if (r->fallback && fallbackPolicy() == FallbackPolicy::error)
     return false;
@@ -628,6 +685,7 @@ void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_ar
   if (launchCached(kernel, s, g, args))
     return;
 
+  kernel.countCheckedLaunch();
   LoadedKernel& variant = kernel.select(args, g);
   const CompiledKernel& k = variant.compiled();
   validateArgs(k, args, g);
@@ -758,7 +816,7 @@ void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_ar
         checkCuda(d.cuOccupancyMaxActiveClusters(&clusters, fn, &probe), "cuOccupancyMaxActiveClusters",
                   k.name, shape());
         it = fitting.emplace(fn, clusters).first;
-        if (knobs().verbose)
+        if (flagSet("TESSEL_VERBOSE"))
           std::fprintf(stderr, "tessel: '%s': %d clusters of %u CTAs fit at once; persistent grid %u CTAs\n",
                        k.name.c_str(), clusters, k.cluster[0],
                        std::min<unsigned>(config.gridDimX, static_cast<unsigned>(clusters) * k.cluster[0]));
@@ -770,11 +828,12 @@ void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_ar
   }
   if (CUresult r = d.cuLaunchKernelEx(&config, fn, params.data(), nullptr); r != CUDA_SUCCESS)
     throwCudaError(r, "cuLaunchKernelEx", k.name, shape());
-  if (envFlag("TESSEL_DEBUG")) {
+  const LaunchFlags flags = launchFlags();
+  if (flags.debug) {
     checkCuda(d.cuStreamSynchronize(s), "cuStreamSynchronize after the launch (TESSEL_DEBUG)", k.name, shape());
     return;  // not recorded: every debug launch takes the full path
   }
-  if (kernel.verbose())
+  if (flags.verbose || kernel.verbose())
     return;  // the full path prints select()'s lines on every launch
   rec.args.assign(args.begin(), args.end());
   rec.g = g;

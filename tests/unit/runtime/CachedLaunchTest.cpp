@@ -3,14 +3,20 @@
 // detail::launch with a table of stub driver functions (setCudaDriverForTesting), so that the
 // whole launch path runs without a GPU: which driver calls a launch makes (a launch repeating
 // the previous one's arguments makes only cuCtxGetCurrent and cuLaunchKernelEx), that the
-// parameters it passes are those of the full path, that every change takes the full path, and
-// (informational) the host time of both paths without any real driver cost.
+// parameters it passes are those of the full path, that a repeated launch is not checked again
+// while a change of any field, the grid or the stream is (kernel_impl::checkedLaunches), with the
+// very messages of a kernel that never launched, and (informational) the host time of both paths
+// without any real driver cost: HostOverheadOfTheLatencyBenchmarksLaunch is the CPU benchmark of
+// the call tessel-latency times on the GPU.
 //
 //===----------------------------------------------------------------------===//
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -19,6 +25,7 @@
 #include "TestSupport.h"
 #include "tessel/Runtime/CudaDriver.h"
 #include "tessel/Runtime/Kernel.h"
+#include "tessel/kernel/jit.hpp"
 
 using namespace tessel;
 using namespace tessel::testing;
@@ -226,6 +233,135 @@ TEST_F(CachedLaunch, DebugAndVerboseLaunchesAreNeverCached) {
   EXPECT_EQ(calls.launches, 5);
 }
 
+// The cached launch reads TESSEL_DEBUG and TESSEL_VERBOSE in one pass over the environment
+// (Kernel.cpp launchFlags): flags as Env.h defines them, names matched whole.
+TEST_F(CachedLaunch, DebugAndVerboseAreReadAsEnvFlags) {
+  launch();
+  {
+    ScopedEnv d("TESSEL_DEBUG", "0"), v("TESSEL_VERBOSE", "off");
+    ScopedEnv x("TESSEL_DEBUGGING", "1"), y("TESSEL_VERBOSE_", "1");  // other names (unknown knobs)
+    launch();
+    launch();
+  }
+  {
+    ScopedEnv d("TESSEL_DEBUG", "");
+    launch();
+  }
+  EXPECT_EQ(kernel->checkedLaunches(), 1u);
+  EXPECT_EQ(calls.streamSyncs, 0);
+  for (const char* value : {"1", "yes", "TRUE", "On"}) {
+    ScopedEnv d("TESSEL_DEBUG", value);
+    launch();
+  }
+  EXPECT_EQ(calls.streamSyncs, 4) << "a debug launch was cached";
+  {
+    ScopedEnv v("TESSEL_VERBOSE", "Yes");
+    ::testing::internal::CaptureStderr();
+    launch();
+    ::testing::internal::GetCapturedStderr();
+  }
+  EXPECT_EQ(kernel->checkedLaunches(), 6u);
+  launch();  // neither set: the launch recorded before them is cached again
+  EXPECT_EQ(kernel->checkedLaunches(), 6u);
+}
+
+// What a launch's checks say about `args` and `g` on a kernel that has never launched (so has no
+// record to repeat): the message the cached launch must leave unchanged; "" when it launches.
+std::string freshLaunchError(const CompiledKernel& k, std::span<const tensor_arg> args, grid g) {
+  auto fresh = runtime::makeKernel(k);
+  try {
+    detail::launch(*fresh, nullptr, g, args);
+  } catch (const tessel::error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A launch repeating the recorded one is not checked again: checkedLaunches counts the launches
+// that went through select, validateArgs and the rest.
+TEST_F(CachedLaunch, IdenticalArgumentsAreNotCheckedAgain) {
+  launch();
+  EXPECT_EQ(kernel->checkedLaunches(), 1u);
+  for (int i = 0; i < 5; ++i)
+    launch();
+  EXPECT_EQ(kernel->checkedLaunches(), 1u) << "a repeated launch was checked again";
+  EXPECT_EQ(calls.launches, 6);
+}
+
+// Changing any one field of any argument, or the grid, sends the launch through every check
+// again: a valid change is launched with parameters built anew (and becomes the record), an
+// invalid one is rejected with the very message a kernel that never launched gives.
+TEST_F(CachedLaunch, AnyChangedFieldIsCheckedAgain) {
+  struct Change {
+    const char* what;
+    std::function<void(std::vector<tensor_arg>&, grid&)> apply;
+    const char* error;  // a substring of the message; nullptr: a valid change
+  };
+  const std::vector<Change> changes = {
+      {"pointer", [](auto& a, grid&) { a[0].data = fakeAddress(0x7f0000400000); }, nullptr},
+      {"pointer, misaligned", [](auto& a, grid&) { a[0].data = fakeAddress(0x7f0000100008); },
+       "tessel: kernel 'gemm' argument 0: data address 0x7f0000100008 is not 16-byte aligned (TMA requires a "
+       "16-byte aligned base address)"},
+      {"pointer, null", [](auto& a, grid&) { a[2].data = nullptr; },
+       "tessel: kernel 'gemm' argument 2: data pointer is null"},
+      {"size", [](auto& a, grid&) { a[2].sizes[0] = 128; }, nullptr},
+      {"size, negative", [](auto& a, grid&) { a[2].sizes[1] = -1; },
+       "tessel: kernel 'gemm' argument 2: size of dimension 1 is -1; sizes must be >= 0"},
+      {"size past the rank", [](auto& a, grid&) { a[2].sizes[2] = 7; }, nullptr},
+      {"stride", [](auto& a, grid&) { a[2].strides[0] = 256; }, nullptr},
+      {"stride, inner", [](auto& a, grid&) { a[2].strides[1] = 2; },
+       "tessel: kernel 'gemm' argument 2: innermost stride (dimension 1) must be 1, got 2: the kernel assumes a "
+       "contiguous innermost dimension"},
+      {"stride, TMA multiple", [](auto& a, grid&) { a[0].strides[0] = 520; }, nullptr},  // 1040 bytes
+      {"stride, TMA not a multiple", [](auto& a, grid&) { a[0].strides[0] = 513; },
+       "tessel: kernel 'gemm' argument 0: stride of dimension 0 is 513 elements = 1026 bytes, not a multiple of 16 "
+       "bytes"},
+      {"dtype", [](auto& a, grid&) { a[2].type = dtype::bf16; },
+       "tessel: kernel 'gemm' argument 2: expected dtype f32, got bf16"},
+      {"rank", [](auto& a, grid&) { a[2].rank = 1; }, "tessel: kernel 'gemm' argument 2: expected rank 2, got 1"},
+      {"kind", [](auto& a, grid&) { a[2].kind = arg_kind::floating; },
+       "tessel: kernel 'gemm' argument 2: expected a tensor (rank 2, f32), got a scalar value; pass a ts::view"},
+      {"grid", [](auto&, grid& g) { g.x = 4; }, nullptr},
+      {"grid, too large", [](auto&, grid& g) { g.y = 70000; },
+       "tessel: kernel 'gemm': grid (2, 70000, 1): grid.y is 70000; CUDA allows at most 65535"},
+  };
+  for (const Change& c : changes) {
+    SCOPED_TRACE(c.what);
+    calls = {};
+    kernel = runtime::makeKernel(gemmKernel());
+    launch();
+    launch();  // cached
+    ASSERT_EQ(kernel->checkedLaunches(), 1u);
+    std::vector<tensor_arg> changed = args;
+    grid cg = g;
+    c.apply(changed, cg);
+    const std::string expected = freshLaunchError(gemmKernel(), changed, cg);
+    calls = {};
+    if (!c.error) {
+      ASSERT_EQ(expected, "");
+      detail::launch(*kernel, nullptr, cg, changed);
+      EXPECT_EQ(kernel->checkedLaunches(), 2u) << "the changed launch was not checked";
+      EXPECT_EQ(calls.pointerAttributes, 3) << "its pointers were not queried";
+      detail::launch(*kernel, nullptr, cg, changed);  // the new record, cached
+      EXPECT_EQ(kernel->checkedLaunches(), 2u);
+      EXPECT_EQ(calls.launches, 2);
+      ASSERT_EQ(calls.params.size(), 2u);
+      EXPECT_EQ(calls.params[1], calls.params[0]);
+      continue;
+    }
+    EXPECT_THAT(expected, HasSubstr(c.error));
+    for (int i = 0; i < 2; ++i) {  // rejected every time: a failed launch is never recorded
+      EXPECT_THAT([&] { detail::launch(*kernel, nullptr, cg, changed); },
+                  ThrowsMessage<tessel::error>(::testing::Eq(expected)));
+      EXPECT_EQ(kernel->checkedLaunches(), 2u + i);
+    }
+    EXPECT_EQ(calls.launches, 0);
+    launch();  // the recorded arguments again: still cached
+    EXPECT_EQ(kernel->checkedLaunches(), 3u);
+    EXPECT_EQ(calls.launches, 1);
+  }
+}
+
 // A ts::scalar parameter: a new value per launch (alpha changing every call) keeps the cached
 // launch, with only that parameter replaced; a value the full path rejects still gets its error.
 TEST_F(CachedLaunch, NewScalarValuesReplaceOnlyTheirParameter) {
@@ -269,13 +405,56 @@ TEST_F(CachedLaunch, NewScalarValuesReplaceOnlyTheirParameter) {
   }
   EXPECT_EQ(calls.pointerAttributes, 1) << "a new scalar value took the full path";
   EXPECT_EQ(calls.launches, 4);
-  EXPECT_THAT([&] { run(scalarF(1e40), scalarI(1)); },
-              ThrowsMessage<tessel::error>(HasSubstr("is outside the f32 range")));
-  EXPECT_THAT([&] { run(scalarF(1.0), scalarI(std::int64_t(1) << 40)); },
-              ThrowsMessage<tessel::error>(HasSubstr("is outside the i32 range")));
-  EXPECT_THAT([&] { run(scalarI(2), scalarI(1)); },
-              ThrowsMessage<tessel::error>(HasSubstr("expected a floating-point value for ts::scalar<ts::f32>")));
+  // A new value is checked by the rule a value has (its range, in launchCached itself), without
+  // the full path; a value outside it, or of the other kind, goes through the full path, which
+  // rejects it with the message a kernel that never launched gives.
+  EXPECT_EQ(kernel->checkedLaunches(), 1u);
+  auto expectRejected = [&](tensor_arg alpha, tensor_arg n, const char* rule) {
+    const std::uint64_t checked = kernel->checkedLaunches();
+    std::vector<tensor_arg> a = {x, alpha, n};
+    const std::string expected = freshLaunchError(k, a, {2, 1, 1});
+    EXPECT_THAT(expected, HasSubstr(rule));
+    EXPECT_THAT([&] { run(alpha, n); }, ThrowsMessage<tessel::error>(::testing::Eq(expected)));
+    EXPECT_EQ(kernel->checkedLaunches(), checked + 1) << rule;
+  };
+  expectRejected(scalarF(1e40), scalarI(1),
+                 "tessel: kernel 'scale' argument 1: the value 1e+40 for ts::scalar<ts::f32> is outside the f32 "
+                 "range");
+  expectRejected(scalarF(-1e39), scalarI(-3), "is outside the f32 range");
+  expectRejected(scalarF(1.0), scalarI(std::int64_t(1) << 40),
+                 "tessel: kernel 'scale' argument 2: the value 1099511627776 for ts::scalar<ts::i32> is outside the "
+                 "i32 range");
+  expectRejected(scalarI(2), scalarI(1), "expected a floating-point value for ts::scalar<ts::f32>");
+  expectRejected(scalarF(2.5), scalarF(1.0), "expected an integer value for ts::scalar<ts::i32>");
   EXPECT_EQ(calls.launches, 4);
+  run(scalarF(1e30), scalarI(-3));  // the record is still the last launch that passed
+  EXPECT_EQ(calls.launches, 5);
+  EXPECT_EQ(calls.pointerAttributes, 1);
+}
+
+// The stream is part of the key too: another stream is checked again (here: it belongs to another
+// context than the current one, which a cached launch on it must not hide).
+TEST_F(CachedLaunch, AnotherStreamIsCheckedAgain) {
+  static CUcontext streamContext;
+  streamContext = fakeContext();
+  driver.cuStreamGetCtx = [](CUstream, CUcontext* c) -> CUresult {
+    *c = streamContext;
+    return CUDA_SUCCESS;
+  };
+  void* stream = reinterpret_cast<void*>(std::uintptr_t(0x5000));
+  launch();
+  detail::launch(*kernel, stream, g, args);
+  EXPECT_EQ(kernel->checkedLaunches(), 2u);
+  detail::launch(*kernel, stream, g, args);
+  EXPECT_EQ(kernel->checkedLaunches(), 2u);
+  streamContext = reinterpret_cast<CUcontext>(std::uintptr_t(0xbadc0de));
+  void* other = reinterpret_cast<void*>(std::uintptr_t(0x6000));
+  EXPECT_THAT([&] { detail::launch(*kernel, other, g, args); },
+              ThrowsMessage<tessel::error>(::testing::Eq(
+                  "tessel: kernel 'gemm': the stream belongs to another CUDA context than the one current on this "
+                  "thread")));
+  EXPECT_EQ(kernel->checkedLaunches(), 3u);
+  EXPECT_EQ(calls.launches, 3);
 }
 
 // Informational: the host time per launch of tessel's own code, the driver stubbed out (a real
@@ -298,6 +477,101 @@ TEST_F(CachedLaunch, HostTimeWithoutDriverCost) {
   std::printf("host time per launch without driver cost: cached %.3f us, full path %.3f us\n", cached, full);
   EXPECT_EQ(calls.launches, 2 * n + 1);
   EXPECT_EQ(calls.encodes, 2 * (n + 1));
+}
+
+/// The parameter list of the cooperative 128x256 bf16 GEMM that tessel-latency launches
+/// (tessel.params of examples::gemm<128, 256, 64>: 23 parameters, three of them descriptors;
+/// persistent, stream-K workspace), without code: only the launch path's host side runs.
+CompiledKernel cooperativeGemmKernel() {
+  CompiledKernel k;
+  k.name = "gemm";
+  k.args = {{dtype::bf16, 2, true, false}, {dtype::bf16, 2, true, false}, {dtype::bf16, 2, false, true}};
+  using K = ParamSpec::Kind;
+  for (int a = 0; a < 3; ++a) {
+    k.params.push_back({K::Pointer, a, 0});
+    k.params.push_back({K::Size, a, 0});
+    k.params.push_back({K::Size, a, 1});
+    k.params.push_back({K::Stride, a, 0});
+    k.params.push_back({K::Stride, a, 1});
+  }
+  k.params.push_back({K::TmaDescriptor, 0, 0, {64, 128, 1}, 128});
+  k.params.push_back({K::TmaDescriptor, 1, 0, {64, 256, 1}, 128});
+  ParamSpec store{K::TmaDescriptor, 2, 0, {64, 64, 1}, 128};
+  store.store = true;
+  k.params.push_back(store);
+  k.params.push_back({K::TmaUsable, 2, 0});
+  for (int d = 0; d < 3; ++d)
+    k.params.push_back({K::GridDim, 0, d});
+  k.params.push_back({K::Workspace, 0, 0});
+  k.sizeContracts = {{0, 1, 1, 1, "", ""}, {0, 0, 2, 0, "", ""}, {1, 0, 2, 1, "", ""}};
+  k.blockThreads = 384;
+  k.dynamicSmemBytes = 229440;
+  k.persistent = true;
+  k.workspaceSlotBytes = 128 * 256 * 4;
+  k.schedule = "cooperative";
+  k.ptx = "// not assembled\n";
+  return k;
+}
+
+// Informational (asserts no time): the host time per launch of tessel's own code for the call
+// tessel-latency times on the GPU (tb::launch_gemm: ts::kernel::launch of three ts::views, the
+// views made per call, 1024^3, a user stream), with the driver's functions stubbed out to a
+// counter: the cached launch, and the launch with new arguments (C alternating between two
+// buffers). Repeat with --gtest_repeat and take medians: this machine is shared.
+TEST_F(CachedLaunch, HostOverheadOfTheLatencyBenchmarksLaunch) {
+  static int launches = 0;
+  driver.cuLaunchKernelEx = [](const CUlaunchConfig*, CUfunction, void**, void**) -> CUresult {
+    ++launches;
+    return CUDA_SUCCESS;
+  };
+  driver.cuStreamGetCtx = [](CUstream, CUcontext* c) -> CUresult {
+    *c = fakeContext();
+    return CUDA_SUCCESS;
+  };
+  driver.cuMemAlloc = [](CUdeviceptr* p, size_t) -> CUresult {
+    *p = 0x7e0000000000;
+    return CUDA_SUCCESS;
+  };
+  driver.cuMemsetD8 = [](CUdeviceptr, unsigned char, size_t) -> CUresult { return CUDA_SUCCESS; };
+  driver.cuCtxSynchronize = []() -> CUresult { return CUDA_SUCCESS; };
+  launches = 0;
+  tessel::kernel k(runtime::makeKernel(cooperativeGemmKernel()), "gemm");
+  void* stream = reinterpret_cast<void*>(std::uintptr_t(0x5000));
+  const std::int64_t M = 1024, N = 1024, K = 1024;
+  const void* A = fakeAddress(0x7f0000100000);
+  const void* B = fakeAddress(0x7f0000300000);
+  const void* C[2] = {fakeAddress(0x7f0000500000), fakeAddress(0x7f0000700000)};
+  const grid g{M / 128, N / 256, 1};
+  auto launch = [&](const void* c) {
+    k.launch(stream, g, view<bf16>(A, {M, K}, {K, 1}), view<bf16>(B, {N, K}, {K, 1}), view<bf16>(c, {M, N}, {N, 1}));
+  };
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  constexpr int batches = 10, n = 10000;  // 1e5 launches each
+  for (int i = 0; i < 1000; ++i)
+    launch(C[0]);
+  std::vector<double> cached;
+  for (int b = 0; b < batches; ++b) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i)
+      launch(C[0]);
+    cached.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / n);
+  }
+  const int encodesBefore = calls.encodes;
+  std::vector<double> full;
+  for (int b = 0; b < batches; ++b) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i)
+      launch(C[(i + 1) % 2]);  // never the previous launch's C
+    full.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / n);
+  }
+  std::printf("tessel-latency's launch, driver stubbed (median of %d x %d launches): cached %.3f us, "
+              "new arguments %.3f us per launch\n",
+              batches, n, median(cached), median(full));
+  EXPECT_EQ(launches, 1000 + 2 * batches * n);
+  EXPECT_EQ(calls.encodes - encodesBefore, 3 * batches * n);  // every full-path launch encodes A, B, C
 }
 
 }  // namespace

@@ -39,6 +39,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -153,6 +154,12 @@ struct kernel_impl {
   void rememberLaunch(std::shared_ptr<const LaunchRecord> r);
   /// options::verbose or TESSEL_VERBOSE (select()'s log lines).
   bool verbose() const;
+  /// How many launches of this kernel took the full path (select, validateArgs, the pointer
+  /// queries, the parameters built), counted before its first check, so that one rejected by a
+  /// check counts too. A cached launch does not count: tests observe with it that a repeated
+  /// launch is not checked again and that a changed argument is.
+  std::uint64_t checkedLaunches() const { return checkedLaunches_.load(std::memory_order_relaxed); }
+  void countCheckedLaunch() { checkedLaunches_.fetch_add(1, std::memory_order_relaxed); }
 
   /// Tags of the variants compiled (or attempted) so far, in order (tests, logs).
   std::vector<std::string> variantTags() const;
@@ -187,6 +194,7 @@ private:
   std::set<std::string> noted_;
   mutable std::mutex launchMutex_;
   std::shared_ptr<const LaunchRecord> lastLaunch_;
+  std::atomic<std::uint64_t> checkedLaunches_{0};
 };
 
 }  // namespace tessel::detail
