@@ -84,12 +84,20 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
   //     one loss cooperative 128x256 there, 661.0 vs 646.5 (2%). A grid under half the GPU keeps
   //     the stream-K plan: its idle SMs are what stream-K fills (run 30, 128x8192x8192, 32 or 64
   //     tiles: stream-K 1.10-1.57x whole tiles).
-  const bool shortK = kIterations >= 0 && kIterations <= 32 && (tiles < 0 || tiles >= kHalfTheGpu);
+  //     Also <= 64 k-iterations on a grid of at most 8 waves (8 x 132 tiles): run 30 / 31
+  //     4000^3 pingpong 128x128 (63 iterations, 1024 tiles) 593.9 / 598.5 vs whole tiles 629.0 /
+  //     623.3, cooperative 128x256 (512 tiles) 649.9 / 650.5 vs 649.4 / 643.7; 4096^3 (64, 1024
+  //     tiles) 696.2 vs 697.1; while 4096x14336x4096 (64 iterations, 3584 tiles: 27 waves) keeps the
+  //     stream-K plan, 1-5% ahead there (runs 19, 24, 30).
+  const bool fewWaves = tiles >= kHalfTheGpu && tiles <= 8 * 2 * kHalfTheGpu;
+  const bool shortK = kIterations >= 0 && ((kIterations <= 32 && (tiles < 0 || tiles >= kHalfTheGpu)) ||
+                                           (kIterations <= 64 && fewWaves));
   auto shortKWhy = [&](const char* schedule) {
     return std::string("R3: ") + schedule + ", whole tiles: " + std::to_string(kIterations) +
-           " k-iterations per tile (<= 32) on " + (tiles < 0 ? std::string("a grid of unknown size")
-                                                              : std::to_string(tiles) + " tiles (>= 66)") +
-           " (run 30: 2048^3, 3000x5000x2000, 16384x8192x1024 faster with whole tiles)";
+           " k-iterations per tile on " +
+           (tiles < 0 ? std::string("a grid of unknown size") : std::to_string(tiles) + " tiles") +
+           " (<= 32 iterations on >= 66 tiles, or <= 64 on 66..1056 tiles; runs 30-31: 2048^3, "
+           "3000x5000x2000, 4000^3, 16384x8192x1024 faster with whole tiles)";
   };
   if (pingpong) {
     // R2. Tiles up to 128x128: pingpong (its epilogue overlaps the other consumer's mainloop).

@@ -59,8 +59,15 @@ TEST(AutoSchedule, SquareTilesArePingpongWholeTilesForShortK) {
   EXPECT_EQ(pick(gemm(128, 128), 1024), "pingpong-dp");
   EXPECT_EQ(pick(gemm(128, 128), 1000), "pingpong-dp");
   EXPECT_EQ(pick(gemm(128, 128), 2048, 256), "pingpong-dp");
-  EXPECT_EQ(pick(gemm(128, 128), 2049, 256), "pingpong");
+  EXPECT_EQ(pick(gemm(128, 128), 2049, 4096), "pingpong");  // 33 iterations, 31 waves
   EXPECT_EQ(pick(gemm(128, 128), 1024, 64), "pingpong");
+  // <= 64 k-iterations on at most 8 waves: whole tiles (runs 30-31, 4000^3: 1024 tiles); more
+  // waves keep the stream-K plan (4096x14336x4096: 3584 tiles).
+  EXPECT_EQ(pick(gemm(128, 128), 4000, 1024), "pingpong-dp");
+  EXPECT_EQ(pick(gemm(128, 256), 4000, 512), "cooperative-dp");
+  EXPECT_EQ(pick(gemm(128, 128), 4096, 3584), "pingpong");
+  EXPECT_EQ(pick(gemm(128, 128), 4097, 1024), "pingpong");
+  EXPECT_EQ(pick(gemm(128, 128), 8192, 1024), "pingpong");
   EXPECT_EQ(pick(gemm(64, 256), 8192), "pingpong");
   EXPECT_EQ(pick(gemm(64, 64), 512), "pingpong-dp");
 }
