@@ -376,8 +376,12 @@ int main(int argc, char** argv) {
           r.cfg = candidate_configs.at(d.winner);
           int timed = 0;
           for (const auto& c : d.candidates) timed += c.ok;
-          r.autotune_note = "winner " + d.label + ", " + ts::to_string(d.source) + ", " + std::to_string(timed) + "/" +
-                            std::to_string(d.candidates.size()) + " candidates timed";
+          // A cached decision timed nothing in this process: say where the winner came from.
+          r.autotune_note = "winner " + d.label + ", " +
+                            (d.source == ts::tune_source::timed
+                                 ? "timed here, " + std::to_string(timed) + "/" + std::to_string(d.candidates.size()) +
+                                       " candidates timed"
+                                 : ts::to_string(d.source) + std::string(" (no timing in this process)"));
           if (!r.rep.check_ok) {
             r.status = "FAIL";
             r.error = "wrong result: " + r.rep.candidate_check.str();
