@@ -43,21 +43,6 @@ namespace fs = std::filesystem;
 namespace {
 
 // A new field of tune_result must be saved by encodeTuneEntry and read by decodeTuneEntry.
-struct AnyField {
-  template <class T>
-  operator T() const;
-};
-template <class T, std::size_t... I>
-constexpr bool bracedFrom(std::index_sequence<I...>) {
-  return requires { T{(void(I), AnyField{})...}; };
-}
-template <class T, std::size_t N = 0>
-constexpr std::size_t fieldCount() {
-  if constexpr (bracedFrom<T>(std::make_index_sequence<N + 1>{}))
-    return fieldCount<T, N + 1>();
-  else
-    return N;
-}
 static_assert(fieldCount<tune_result>() == 8, "tune_result changed: save the new field in the autotune entry");
 
 /// One scripted candidate.

@@ -40,23 +40,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// How many fields an aggregate has (it can be brace-initialised from that many values of a
-/// type that converts to anything, and not from one more). Guards "serialize every field".
-struct AnyField {
-  template <class T>
-  operator T() const;
-};
-template <class T, std::size_t... I>
-constexpr bool bracedFrom(std::index_sequence<I...>) {
-  return requires { T{(void(I), AnyField{})...}; };
-}
-template <class T, std::size_t N = 0>
-constexpr std::size_t fieldCount() {
-  if constexpr (bracedFrom<T>(std::make_index_sequence<N + 1>{}))
-    return fieldCount<T, N + 1>();
-  else
-    return N;
-}
 // A new field must be added to encodeCacheEntry / decodeCacheEntry (DiskCache.cpp, then bump
 // kEntryFormatVersion) and to sameKernel() below; a new option to optionsKey and to
 // OptionsKey.ChangesWithEveryOption (unless it does not change the code, like dump_dir).

@@ -7,7 +7,9 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <cstddef>
 #include <cstdlib>
+#include <utility>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +19,24 @@
 #include "tessel/kernel/runtime_api.hpp"
 
 namespace tessel::testing {
+
+/// How many fields an aggregate has (it can be brace-initialised from that many values of a
+/// type that converts to anything, and not from one more). Guards "serialize every field".
+struct AnyField {
+  template <class T>
+  operator T() const;
+};
+template <class T, std::size_t... I>
+constexpr bool bracedFrom(std::index_sequence<I...>) {
+  return requires { T{(void(I), AnyField{})...}; };
+}
+template <class T, std::size_t N = 0>
+constexpr std::size_t fieldCount() {
+  if constexpr (bracedFrom<T>(std::make_index_sequence<N + 1>{}))
+    return fieldCount<T, N + 1>();
+  else
+    return N;
+}
 
 using ScopedEnv = tessel_test::scoped_env;
 
