@@ -287,6 +287,28 @@ LogicalResult KernelBuilder::storePair(StoreOp store, Value row, Value col, Valu
   return success();
 }
 
+Value KernelBuilder::coordinate(Value base, int64_t offset) {
+  if (!reuseEpilogueValues)
+    return b.create<arith::AddIOp>(loc, base, i32(offset));
+  Value &v = coordinates[{base, offset}];
+  if (!v)
+    v = b.create<arith::AddIOp>(loc, base, i32(offset));
+  return v;
+}
+
+Value KernelBuilder::fragmentColumn(Value inWg) {
+  auto make = [&] {
+    Value lane = b.create<arith::RemUIOp>(loc, inWg, i32(32));
+    return b.create<arith::MulIOp>(loc, b.create<arith::RemUIOp>(loc, lane, i32(4)), i32(2)).getResult();
+  };
+  if (!reuseEpilogueValues)
+    return make();
+  Value &v = fragmentColumns[inWg];
+  if (!v)
+    v = make();
+  return v;
+}
+
 void KernelBuilder::selectAccRegisters(Value acc, int64_t r) {
   accRegisters.clear();
   for (int64_t j = 0; j < numAccs; ++j)
@@ -312,7 +334,17 @@ FailureOr<Value> KernelBuilder::element(Value v, ArrayRef<Value> coords) {
     SmallVector<Value> src;
     for (int64_t d : bc.getDims())
       src.push_back(coords[d]);
-    return element(bc.getSrc(), src);
+    // A 1-d tile broadcast over the other dimension: once per coordinate
+    // while an epilogue reuses its values (KernelBuilder.h).
+    if (!reuseEpilogueValues || src.size() != 1)
+      return element(bc.getSrc(), src);
+    auto key = std::make_pair(op, src[0]);
+    if (auto it = broadcastElements.find(key); it != broadcastElements.end())
+      return it->second;
+    auto e = element(bc.getSrc(), src);
+    if (succeeded(e))
+      broadcastElements[key] = *e;
+    return e;
   }
   if (auto tr = dyn_cast<TransOp>(op))
     return element(tr.getSrc(), {coords[1], coords[0]});

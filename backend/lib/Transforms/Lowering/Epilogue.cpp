@@ -39,6 +39,7 @@ using namespace mlir::tessel;
 namespace mlir::tessel::lowering {
 
 LogicalResult KernelBuilder::emitEpilogue(Value accFinal, Value rowBlock, Value inWg) {
+  EpilogueReuse reuse(*this);
   return emitStores(
       [&](StoreOp store) { return emitRegisterStore(store, accFinal, rowBlock, inWg); });
 }
@@ -51,7 +52,7 @@ LogicalResult KernelBuilder::emitRegisterStore(StoreOp store, Value accFinal, Va
       loc, b.create<arith::MulIOp>(loc, rowBlock, i32(64)),
       b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, warp, i32(16)),
                               b.create<arith::DivUIOp>(loc, lane, i32(4))));
-  Value colBase = b.create<arith::MulIOp>(loc, b.create<arith::RemUIOp>(loc, lane, i32(4)), i32(2));
+  Value colBase = fragmentColumn(inWg);
   if (storePath(store) == "reduce_atomic")
     return emitReduceStore(store, {accFinal}, wgmmaFragments(1), rowBase, colBase, lane);
   {
@@ -65,17 +66,17 @@ LogicalResult KernelBuilder::emitRegisterStore(StoreOp store, Value accFinal, Va
     if (storePath(store) != "register_pairs") {
       for (int64_t r = 0; r < outBN / 2; ++r) {
         selectAccRegisters(accFinal, r);
-        Value row = b.create<arith::AddIOp>(loc, rowBase, i32(8 * ((r % 4) / 2)));
-        Value col = b.create<arith::AddIOp>(loc, colBase, i32(8 * (r / 4) + r % 2));
+        Value row = coordinate(rowBase, 8 * ((r % 4) / 2));
+        Value col = coordinate(colBase, 8 * (r / 4) + r % 2);
         if (failed(storeElement(store, {row, col})))
           return failure();
       }
       return success();
     }
     for (int64_t r = 0; r < outBN / 2; r += 2) {
-      Value row = b.create<arith::AddIOp>(loc, rowBase, i32(8 * ((r % 4) / 2)));
-      Value col = b.create<arith::AddIOp>(loc, colBase, i32(8 * (r / 4)));
-      Value col1 = b.create<arith::AddIOp>(loc, col, i32(1));
+      Value row = coordinate(rowBase, 8 * ((r % 4) / 2));
+      Value col = coordinate(colBase, 8 * (r / 4));
+      Value col1 = coordinate(colBase, 8 * (r / 4) + 1);
       selectAccRegisters(accFinal, r);
       auto v0 = element(store.getValue(), {row, col});
       selectAccRegisters(accFinal, r + 1);
@@ -225,15 +226,15 @@ LogicalResult KernelBuilder::stageChunk(TmaParam &t, Value acc, Value rowBlock, 
                                              b.create<arith::DivUIOp>(loc, lane, i32(4)));
   Value row0 = b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, rowBlock, i32(64)),
                                        rowInBlock);
-  Value colLane = b.create<arith::MulIOp>(loc, b.create<arith::RemUIOp>(loc, lane, i32(4)), i32(2));
+  Value colLane = fragmentColumn(inWg);
   // The two elements of registers (r, r+1), r even, evaluated and converted.
   auto pairAt = [&](int64_t r) -> FailureOr<std::pair<Value, Value>> {
-    Value row = b.create<arith::AddIOp>(loc, row0, i32(8 * ((r % 4) / 2)));
-    Value col = b.create<arith::AddIOp>(loc, colLane, i32(8 * (r / 4)));
+    Value row = coordinate(row0, 8 * ((r % 4) / 2));
+    Value col = coordinate(colLane, 8 * (r / 4));
     selectAccRegisters(acc, r);
     auto v0 = element(store.getValue(), {row, col});
     selectAccRegisters(acc, r + 1);
-    auto v1 = element(store.getValue(), {row, b.create<arith::AddIOp>(loc, col, i32(1))});
+    auto v1 = element(store.getValue(), {row, coordinate(colLane, 8 * (r / 4) + 1)});
     if (failed(v0) || failed(v1))
       return failure();
     return std::pair{*v0, *v1};
@@ -328,6 +329,7 @@ LogicalResult KernelBuilder::stageChunk(TmaParam &t, Value acc, Value rowBlock, 
 
 LogicalResult KernelBuilder::emitConsumerEpilogue(ArrayRef<Value> accs, Value firstRowBlock,
                                                   Value inWg, Value consumer, Value tileIter) {
+  EpilogueReuse reuse(*this);
   SmallVector<StoreOp> staged = stagedStores();
   // Chunks per tile of this warpgroup, to continue the buffer alternation
   // across tiles (rule E1 relies on strict alternation).

@@ -178,6 +178,34 @@ private:
   /// Waits for ring position `it`, runs wgmmaStage on it, waits until the
   /// previous position's wgmma retired.
   SmallVector<Value> consumeStage(Value it, ArrayRef<Value> accs, Value rowBlock);
+  // ---- values an epilogue computes once (emitEpilogue, emitConsumerEpilogue) --
+  /// While an epilogue of the wgmma schedules is written (an EpilogueReuse is
+  /// alive): fragment coordinates are interned by (base, offset), so that the
+  /// registers of one column (row) share one coordinate value, and the element
+  /// of a broadcast 1-d tile (bias[n] of `bias.load({n}, BN).row()`, a
+  /// per-row scale) is computed once per coordinate and thread, not once per
+  /// fragment register (a bounds-checked load each: 4x fewer with two row
+  /// blocks). Every use is in the epilogue's one block, after the first.
+  bool reuseEpilogueValues = false;
+  DenseMap<std::pair<Value, int64_t>, Value> coordinates;
+  DenseMap<std::pair<Operation *, Value>, Value> broadcastElements;
+  DenseMap<Value, Value> fragmentColumns;
+  struct EpilogueReuse {
+    KernelBuilder &kb;
+    explicit EpilogueReuse(KernelBuilder &k) : kb(k) { reset(true); }
+    ~EpilogueReuse() { reset(false); }
+    void reset(bool on) {
+      kb.coordinates.clear();
+      kb.broadcastElements.clear();
+      kb.fragmentColumns.clear();
+      kb.reuseEpilogueValues = on;
+    }
+  };
+  /// base + offset (i32), interned while an EpilogueReuse is alive.
+  Value coordinate(Value base, int64_t offset);
+  /// The first column of thread `inWg`'s fragments: 2 (inWg % 4).
+  Value fragmentColumn(Value inWg);
+
   /// Stores the traced epilogue from the accumulator fragments of a warpgroup
   /// (thread `inWg` of it) that owns rows [64 rowBlock, 64 rowBlock + 64).
   LogicalResult emitEpilogue(Value accFinal, Value rowBlock, Value inWg);
