@@ -223,10 +223,14 @@ def Hopper_EpilogueOp : Hopper_Op<"epilogue"> {
     the fragments), `"register_pairs"` (two adjacent columns per store) or
     `"fragments"` (multistage's mma.sync fragments). `fixup "stream_k"`: a
     tile split across CTAs is summed through the workspace first (the
-    finishing CTA adds the others' partial accumulators).
+    finishing CTA adds the others' partial accumulators). A tile-shaped
+    `tessel.load` after the mainloop (C0, a residual) marked
+    `hopper.prefetch = "tma_l2"` is prefetched into L2 by the producer warp
+    (`hopper.tma.prefetch`) once it issued the tile's k-stages.
 
     ```mlir
     hopper.epilogue staging_buffers 2 fixup "stream_k"
+    %c0 = tessel.load %C0[%m, %n] {hopper.prefetch = "tma_l2"} : ...
     tessel.store %out, %C[%m, %n] {hopper.store = "tma_store"} : ...
     ```
   }];
