@@ -81,12 +81,26 @@ void KernelBuilder::mbarrierWait(Value bar, Value parity, StringRef ring, Value 
 // Scalars and elements
 //===----------------------------------------------------------------------===//
 
+bool KernelBuilder::availableHere(Value v) {
+  Block *here = b.getInsertionBlock();
+  Block *def = v.getParentBlock();
+  if (isa<BlockArgument>(v))
+    return def == here || def->findAncestorOpInBlock(*here->getParentOp());
+  Operation *defOp = v.getDefiningOp();
+  if (def == here)
+    return b.getInsertionPoint() == here->end() || defOp->isBeforeInBlock(&*b.getInsertionPoint());
+  Operation *ancestor = def->findAncestorOpInBlock(*here->getParentOp());
+  return ancestor && defOp->isBeforeInBlock(ancestor);
+}
+
 FailureOr<Value> KernelBuilder::scalar(Value v, Value ivRepl) {
   if (gemm && v == gemm->loop.getInductionVar())
     return ivRepl ? ivRepl : (fn.emitError("loop index used outside the mainloop"), Value());
   bool inLoop = gemm && gemm->loop->isAncestor(v.getParentBlock()->getParentOp());
+  // A cached value is reused where it dominates the insertion point (a value
+  // first computed inside a loop's body, or after it, is computed again).
   if (!inLoop)
-    if (auto it = scalars.find(v); it != scalars.end())
+    if (auto it = scalars.find(v); it != scalars.end() && availableHere(it->second))
       return it->second;
   auto arg = dyn_cast<BlockArgument>(v);
   if (arg && arg.getOwner()->getParentOp() == fn.getOperation()) {

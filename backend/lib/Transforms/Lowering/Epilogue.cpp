@@ -28,8 +28,6 @@
 
 #include "Multistage.h"
 
-#include "llvm/ADT/ScopeExit.h"
-
 #include <limits>
 #include <map>
 
@@ -158,12 +156,6 @@ SmallVector<LoadOp> KernelBuilder::prefetchedLoads() {
 }
 
 LogicalResult KernelBuilder::prefetchEpilogueOperands() {
-  // The tile's scalars are computed here afresh, outside the cache: values the
-  // k-loop's body cached are defined inside it, and values cached here would
-  // be defined after it.
-  DenseMap<Value, Value> cached = std::move(scalars);
-  scalars.clear();
-  auto restore = llvm::make_scope_exit([&] { scalars = std::move(cached); });
   for (TmaParam &t : tma) {
     if (!t.prefetch)
       continue;

@@ -85,6 +85,8 @@ private:
                 StringRef constraints, ValueRange operands, StringRef what, Value id, Value parity);
 
   Type mapScalarType(Type t) { return t.isIndex() ? b.getI32Type() : t; }
+  /// Whether `v` (of the kernel being built) dominates the insertion point.
+  bool availableHere(Value v);
   /// The kernel-side value of a scalar (index or float) of the tessel func;
   /// `ivRepl` replaces the mainloop's induction variable.
   FailureOr<Value> scalar(Value v, Value ivRepl = {});
