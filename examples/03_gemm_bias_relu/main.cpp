@@ -48,17 +48,12 @@ constexpr const char* kUsage = R"(usage: tessel-gemm-bias-relu [options]
   --iters N / --repeats R / --warmup-ms T / --check / --no-check / --seed S   as in tessel-gemm
 )";
 
-template <int BM, int BN>
-ts::kernel compile_tile(bool gelu, bool col_scale, const ts::options& o) {
-  if (col_scale)
-    return gelu ? ts::jit(examples::gemm_bias_gelu_scale<BM, BN>{}, o) : ts::jit(examples::gemm_bias_relu_scale<BM, BN>{}, o);
-  return gelu ? ts::jit(examples::gemm_bias_gelu<BM, BN>{}, o) : ts::jit(examples::gemm_bias_relu<BM, BN>{}, o);
-}
-
 ts::kernel compile(const tb::tile_shape& tile, bool gelu, bool col_scale, const ts::options& o) {
-  if (tile == tb::tile_shape{128, 256, 64}) return compile_tile<128, 256>(gelu, col_scale, o);
-  if (tile == tb::tile_shape{128, 128, 64}) return compile_tile<128, 128>(gelu, col_scale, o);
-  throw tb::usage_error("--tile: this example instantiates 128x256 and 128x128");
+  if (col_scale)
+    return gelu ? tb::jit_example_tile<examples::gemm_bias_gelu_scale>(tile, o)
+                : tb::jit_example_tile<examples::gemm_bias_relu_scale>(tile, o);
+  return gelu ? tb::jit_example_tile<examples::gemm_bias_gelu>(tile, o)
+              : tb::jit_example_tile<examples::gemm_bias_relu>(tile, o);
 }
 
 }  // namespace

@@ -36,12 +36,6 @@ constexpr const char* kUsage = R"(usage: tessel-gemm-alpha-beta [options]
   --iters N / --repeats R / --warmup-ms T / --check / --no-check / --seed S   as in tessel-gemm
 )";
 
-ts::kernel compile(const tb::tile_shape& tile, const ts::options& o) {
-  if (tile == tb::tile_shape{128, 256, 64}) return ts::jit(examples::gemm_alpha_beta<128, 256>{}, o);
-  if (tile == tb::tile_shape{128, 128, 64}) return ts::jit(examples::gemm_alpha_beta<128, 128>{}, o);
-  throw tb::usage_error("--tile: this example instantiates 128x256 and 128x128");
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -67,7 +61,7 @@ int main(int argc, char** argv) {
     std::printf("tessel-gemm-alpha-beta: C[%lldx%lld] = %g * A[%lldx%lld] @ B[%lldx%lld]^T + %g * C0[%lldx%lld]\n",
                 (long long)M, (long long)N, alpha, (long long)M, (long long)K, (long long)N, (long long)K, beta,
                 (long long)M, (long long)N);
-    ts::kernel k = tb::compile_example("gemm_alpha_beta", tile, opts, [&] { return compile(tile, opts); });
+    ts::kernel k = tb::compile_example("gemm_alpha_beta", tile, opts, [&] { return tb::jit_example_tile<examples::gemm_alpha_beta>(tile, opts); });
     if (no_run) return 0;
 
     const std::unique_ptr<tb::example_gpu> gpu = tb::open_example_gpu();

@@ -59,12 +59,6 @@ constexpr double kAmaxTol = 1e-3;          // tessel: f32 accumulator vs cuBLASL
 // the two f32 accumulations' different summation orders (run 29 saw 3.887e-3 at 8192^3).
 constexpr double kAmaxBf16Tol = 1.0 / 256 + 1e-4;
 
-ts::kernel compile(const tb::tile_shape& tile, const ts::options& o) {
-  if (tile == tb::tile_shape{128, 256, 64}) return ts::jit(examples::gemm_row_amax<128, 256>{}, o);
-  if (tile == tb::tile_shape{128, 128, 64}) return ts::jit(examples::gemm_row_amax<128, 128>{}, o);
-  throw tb::usage_error("--tile: this example instantiates 128x256 and 128x128");
-}
-
 /// Compares `got` with `want` row by row; appends one report line; true when every row is within `tol`.
 bool compare_amax(const char* name, const std::vector<float>& got, const std::vector<float>& want, double tol,
                   const char* what, std::string& lines) {
@@ -125,7 +119,7 @@ int main(int argc, char** argv) {
 
     std::printf("tessel-gemm-row-amax: C[%lldx%lld] = A[%lldx%lld] @ B[%lldx%lld]^T, amax[%lld] = max_n |A @ B^T|\n",
                 (long long)M, (long long)N, (long long)M, (long long)K, (long long)N, (long long)K, (long long)M);
-    ts::kernel k = tb::compile_example("gemm_row_amax", tile, opts, [&] { return compile(tile, opts); });
+    ts::kernel k = tb::compile_example("gemm_row_amax", tile, opts, [&] { return tb::jit_example_tile<examples::gemm_row_amax>(tile, opts); });
     if (no_run) return 0;
 
     const std::unique_ptr<tb::example_gpu> gpu = tb::open_example_gpu();

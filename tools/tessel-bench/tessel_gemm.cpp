@@ -307,6 +307,10 @@ ts::kernel compile_example(const std::string& what, const tile_shape& t, const t
   return k;
 }
 
+void unsupported_example_tile(const tile_shape& t) {
+  throw usage_error("--tile " + t.str() + ": this example instantiates 128x256 and 128x128");
+}
+
 int example_main(const char* program, const char* usage, const std::function<int()>& body) {
   try {
     return body();
