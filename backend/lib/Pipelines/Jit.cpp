@@ -34,7 +34,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -217,8 +216,9 @@ tessel::CompiledKernel compileVariant(const VariantSource &src, const tessel::de
 }
 
 /// What schedule::automatic needs from the traced GEMM (AutoSchedule.h): the tile and element
-/// type of its (first) tessel.dot, how many dots share the mainloop (a dual GEMM: 2), and the argument dimension its k-loop runs to
-/// (`scf.for ... to %d` with `%d = tessel.dim %argI, D`). nullopt when the kernel has no dot.
+/// type of its (first) tessel.dot, how many dots share the mainloop (a dual GEMM: 2), and the
+/// argument dimension its k-loop runs to (`scf.for ... to %d` with `%d = tessel.dim %argI, D`).
+/// nullopt when the kernel has no dot.
 std::optional<tessel::runtime::AutoGemmInfo> autoGemmInfo(mlir::ModuleOp module, const tessel::options &o) {
   std::optional<tessel::runtime::AutoGemmInfo> info;
   module.walk([&](mlir::tessel::DotOp dot) {
@@ -351,12 +351,7 @@ std::string finish_trace_identity() {
     llvm::raw_string_ostream os(program);
     traced->module->print(os, mlir::OpPrintingFlags().enableDebugInfo(false));
   }
-  // Two independently seeded hashes, like the disk cache's file names.
-  char text[40];
-  std::snprintf(text, sizeof(text), "%016llx%016llx",
-                static_cast<unsigned long long>(runtime::xxh64(program, 0)),
-                static_cast<unsigned long long>(runtime::xxh64(program, 0x7e55e1)));
-  return text;
+  return runtime::hash128Hex(program);
 }
 
 std::uint64_t kernels_built() noexcept { return builtCount.load(); }

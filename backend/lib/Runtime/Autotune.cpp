@@ -65,12 +65,6 @@ std::string oneLine(std::string s) {
   return s;
 }
 
-std::string hex16(std::uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016" PRIx64, v);
-  return buf;
-}
-
 std::string fmt(const char* format, double v) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), format, v);
@@ -603,7 +597,7 @@ std::string tuneKey(const std::string& name, const std::vector<CandidateIdentity
 }
 
 std::string tuneEntryPath(const std::string& dir, std::string_view key) {
-  return dir + "/" + hex16(xxh64(key, 0)) + hex16(xxh64(key, 0x7e55e1)) + kTuneSuffix;
+  return dir + "/" + hash128Hex(key) + kTuneSuffix;
 }
 
 //===----------------------------------------------------------------------===//

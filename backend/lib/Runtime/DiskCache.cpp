@@ -66,6 +66,14 @@ std::uint64_t merge64(std::uint64_t acc, std::uint64_t v) {
 }
 }  // namespace
 
+std::string hex16(std::uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016" PRIx64, v);
+  return buf;
+}
+
+std::string hash128Hex(std::string_view data) { return hex16(xxh64(data, 0)) + hex16(xxh64(data, 0x7e55e1)); }
+
 std::uint64_t xxh64(std::string_view data, std::uint64_t seed) {
   const auto* p = reinterpret_cast<const unsigned char*>(data.data());
   const unsigned char* end = p + data.size();
@@ -116,11 +124,6 @@ const char* decompositionKeyName(decomposition d) {
   return "?";
 }
 
-std::string hex(std::uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016" PRIx64, v);
-  return buf;
-}
 
 /// The GNU build id of the ELF object that holds this code (libtessel.so, or
 /// the executable it is linked into), so that a rebuilt compiler never reads
@@ -200,7 +203,7 @@ std::string ptxasIdentity(const std::string& cacheDir) {
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = known.find(binary); it != known.end())
     return it->second;
-  const std::string memo = cacheDir.empty() ? "" : cacheDir + "/ptxas-" + hex(xxh64(binary)) + ".version";
+  const std::string memo = cacheDir.empty() ? "" : cacheDir + "/ptxas-" + hex16(xxh64(binary)) + ".version";
   std::string text;
   // The memo echoes the binary it describes: a stale or foreign file is ignored.
   if (!memo.empty() && readWholeFile(memo, text) && text.rfind(binary + "\n", 0) == 0 && text.back() == '\n') {
@@ -246,9 +249,8 @@ std::string cacheToolchainIdentity(const std::string& cacheDir) {
 }
 
 std::string cacheEntryPath(const std::string& dir, std::string_view key) {
-  // Two independently seeded hashes: 128 bits, so that distinct keys do not
-  // share a file in practice (the echoed key catches it if they do).
-  return dir + "/" + hex(xxh64(key, 0)) + hex(xxh64(key, 0x7e55e1)) + kEntrySuffix;
+  // (The echoed key catches a collision if one happens.)
+  return dir + "/" + hash128Hex(key) + kEntrySuffix;
 }
 
 //===----------------------------------------------------------------------===//

@@ -68,6 +68,11 @@ inline constexpr std::uint64_t kDefaultCacheMaxBytes = std::uint64_t(1) << 30;
 
 /// XXH64 of `data` (the published algorithm; stable across builds and hosts).
 std::uint64_t xxh64(std::string_view data, std::uint64_t seed = 0);
+/// `v` as 16 lowercase hex digits.
+std::string hex16(std::uint64_t v);
+/// 32 hex digits: two independently seeded XXH64 of `data` (128 bits, so that distinct keys do
+/// not collide in practice): the names of cache and autotune entries, a program's identity.
+std::string hash128Hex(std::string_view data);
 
 /// Every option that changes the generated code, as "name=value;" pairs
 /// (schedule, stages, cluster, swizzle, raster group, decomposition, debug
