@@ -3,7 +3,10 @@
 //   * C = bf16(alpha * (A @ B^T) + beta * D) in every schedule (cooperative and pingpong with
 //     both decompositions): integer-valued bf16 inputs and alpha, beta multiples of 1/4, so every
 //     f32 value is exact and each element must equal the host's bf16 rounding bit for bit;
-//     M x N x K = 200 x 304 x 192 (partial tiles), C and D with padded rows;
+//     M x N x K = 200 x 304 x 192 (partial tiles), C and D with padded rows; D is also read
+//     through rows of an odd pitch, column-major, from a base address that is not 4-byte aligned
+//     and with an odd N (303): the epilogue's predicated element loads (loadElement) must read
+//     exactly the elements inside D whatever its layout;
 //   * an elementwise kernel: Y[i] = max(X[i + shift] * (alpha + 1), f32(shift)), 100003 f32
 //     elements, with a positive and a negative i32 shift (reads past X's ends give 0);
 //   * each kernel is compiled once and launched twice with different values (plain C++ numbers and
@@ -76,7 +79,8 @@ TEST_P(ScalarGemm, AlphaBetaEpilogueTwoValuesOneCompile) {
   ASSERT_TRUE(ck.kernel) << ck.error;
   const ts::kernel& k = *ck.kernel;
 
-  const std::int64_t M = 200, N = 304, K = 192, ld = N + 8;  // rows of C and D: 624 bytes (16-aligned)
+  const std::int64_t M = 200, N0 = 304, K = 192, ld = N0 + 8;
+  const std::int64_t N = N0;  // rows of C and D: 624 bytes (16-aligned)
   std::mt19937 rng(std::uint32_t(101 + int(cfg.schedule) * 7 + int(cfg.decomposition)));
   std::uniform_int_distribution<int> small(-2, 2), dval(-4, 4);
   std::vector<std::uint16_t> a(M * K), b(N * K), d(M * ld, 0);
@@ -97,10 +101,17 @@ TEST_P(ScalarGemm, AlphaBetaEpilogueTwoValuesOneCompile) {
   // cannot describe, so the warp-specialized schedules do not prefetch it into L2
   // (tessel-lower-epilogue rule 6; its tmaok flag is 0) and read it from memory.
   const std::int64_t ld2 = N + 1;
-  std::vector<std::uint16_t> d2(M * ld2, 0);
+  std::vector<std::uint16_t> d2(M * ld2, 0), dcol(M * N), dmis(M * ld + 1, 0);
   for (std::int64_t m = 0; m < M; ++m)
-    for (std::int64_t n = 0; n < N; ++n) d2[m * ld2 + n] = d[m * ld + n];
-  tb::device_buffer da(M * K * 2), db(N * K * 2), dd(M * ld * 2), dd2(M * ld2 * 2), dc(M * ld * 2 + 2 * kGuard);
+    for (std::int64_t n = 0; n < N; ++n) {
+      d2[m * ld2 + n] = d[m * ld + n];
+      dcol[n * M + m] = d[m * ld + n];   // run 3: column-major D (inner stride M)
+      dmis[1 + m * ld + n] = d[m * ld + n];  // run 4: D starts 2 bytes into its buffer
+    }
+  tb::device_buffer da(M * K * 2), db(N * K * 2), dd(M * ld * 2), dd2(M * ld2 * 2), ddcol(M * N * 2),
+      ddmis((M * ld + 1) * 2), dc(M * ld * 2 + 2 * kGuard);
+  ASSERT_EQ(cudaMemcpy(ddcol.get(), dcol.data(), M * N * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(ddmis.get(), dmis.data(), (M * ld + 1) * 2, cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(da.get(), a.data(), M * K * 2, cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(db.get(), b.data(), N * K * 2, cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(dd.get(), d.data(), M * ld * 2, cudaMemcpyHostToDevice), cudaSuccess);
@@ -111,14 +122,18 @@ TEST_P(ScalarGemm, AlphaBetaEpilogueTwoValuesOneCompile) {
   // Two launches of the one kernel; the second passes its scalars through ts::value (a double alpha).
   const struct {
     float alpha, beta;
-  } runs[] = {{1.5f, -0.25f}, {-0.75f, 2.0f}, {1.5f, -0.25f}};
-  for (int run = 0; run < 3; ++run) {
+  } runs[] = {{1.5f, -0.25f}, {-0.75f, 2.0f}, {1.5f, -0.25f}, {0.5f, 1.25f}, {-1.25f, 0.75f}, {2.0f, -1.5f}};
+  for (int run = 0; run < 6; ++run) {
     const float alpha = runs[run].alpha, beta = runs[run].beta;
+    const std::int64_t N = run == 5 ? N0 - 1 : N0;  // run 5: odd N, a pair's second column outside
     ASSERT_EQ(cudaMemset(dc.get(), kSentinel, dc.bytes()), cudaSuccess);
     ASSERT_EQ(cudaMemset2D(C, ld * 2, 0xFF, N * 2, M), cudaSuccess);  // NaN-poison C itself
     const ts::grid g{unsigned((M + 127) / 128), unsigned((N + 127) / 128)};
     auto A = ts::view<ts::bf16>(da.get(), {M, K}), B = ts::view<ts::bf16>(db.get(), {N, K});
-    auto D = run == 2 ? ts::view<ts::bf16>(dd2.get(), {M, N}, {ld2, 1}) : ts::view<ts::bf16>(dd.get(), {M, N}, {ld, 1});
+    auto D = run == 2   ? ts::view<ts::bf16>(dd2.get(), {M, N}, {ld2, 1})
+             : run == 3 ? ts::view<ts::bf16>(ddcol.get(), {M, N}, {1, M})
+             : run == 4 ? ts::view<ts::bf16>(ddmis.as<std::uint16_t>() + 1, {M, N}, {ld, 1})
+                        : ts::view<ts::bf16>(dd.get(), {M, N}, {ld, 1});
     auto Cv = ts::view<ts::bf16>(C, {M, N}, {ld, 1});
     if (run == 0)
       k.launch(nullptr, g, A, B, alpha, beta, D, Cv);
@@ -132,7 +147,7 @@ TEST_P(ScalarGemm, AlphaBetaEpilogueTwoValuesOneCompile) {
     std::int64_t bad = 0;
     for (std::int64_t m = 0; m < M; ++m)
       for (std::int64_t n = 0; n < N; ++n) {
-        const float want_f = acc[m * N + n] * alpha + dfv[m * ld + n] * beta;  // exact in f32
+        const float want_f = acc[m * N0 + n] * alpha + dfv[m * ld + n] * beta;  // exact in f32
         const std::uint16_t want = tb::float_to_bf16(want_f);
         std::uint16_t got;
         std::memcpy(&got, host.data() + kGuard + (m * ld + n) * 2, 2);
@@ -141,9 +156,12 @@ TEST_P(ScalarGemm, AlphaBetaEpilogueTwoValuesOneCompile) {
                         << ", " << n << ") = " << tb::bf16_to_float(got) << ", want " << tb::bf16_to_float(want);
       }
     EXPECT_EQ(bad, 0) << label(cfg) << " run " << run << ": " << bad << " of " << M * N << " elements differ";
+    // Runs 0-2 differ only in the scalars' values (and D's row pitch); run 3's column-major D may
+    // need a layout variant.
+    if (run == 2)
+      EXPECT_EQ(ts::detail::kernels_built(), built)
+          << "launching with new scalar values built a kernel (a recompilation or a launch-time variant)";
   }
-  EXPECT_EQ(ts::detail::kernels_built(), built)
-      << "launching with new scalar values built a kernel (a recompilation or a launch-time variant)";
 }
 
 INSTANTIATE_TEST_SUITE_P(

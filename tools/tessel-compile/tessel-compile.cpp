@@ -6,7 +6,7 @@
 //
 //   tessel-compile kernel.mlir --dump-dir out [--schedule tma] [--stages 4] [--cluster 2x1]
 //                  [--swizzle auto|none|32|64|128] [--raster-group G]
-//                  [--decomposition auto|data-parallel|stream-k]
+//                  [--decomposition auto|data-parallel|stream-k] [--no-fp-contract]
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,6 +45,10 @@ static cl::opt<std::string> decompositionOpt(
     "decomposition",
     cl::desc("how persistent CTAs split the tiles: auto | data-parallel | stream-k"),
     cl::init("auto"), cl::cat(category));
+static cl::opt<bool> noFpContract(
+    "no-fp-contract",
+    cl::desc("round every f32 multiply and add on its own (options::fp_contract = false)"),
+    cl::init(false), cl::cat(category));
 static cl::opt<std::string> swizzleOpt(
     "swizzle", cl::desc("shared-memory swizzle of the GEMM operands: auto | none | 32 | 64 | 128"),
     cl::init("auto"), cl::cat(category));
@@ -79,6 +83,7 @@ int main(int argc, char **argv) {
   }
   o.stages = stagesOpt;
   o.raster_group = rasterOpt;
+  o.fp_contract = !noFpContract;
   if (decompositionOpt == "auto")
     o.decomposition = tessel::decomposition::automatic;
   else if (decompositionOpt == "data-parallel")

@@ -363,6 +363,7 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
   mlir::tessel::PTXOptions ptxOptions;
   ptxOptions.chip = k.arch;
   ptxOptions.printIR = record;
+  ptxOptions.fpContract = o.fp_contract;
   lap("kernel ABI");
   auto ptx = mlir::tessel::translateToPTX(module, ptxOptions);
   if (failed(ptx)) {

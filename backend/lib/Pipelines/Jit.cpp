@@ -79,7 +79,7 @@ std::string diskKey(const std::string &program, const tessel::options &o,
 /// named a folder for this kernel), else a subfolder of TESSEL_DUMP_DIR per
 /// kernel and options, so that the kernels of one process do not overwrite
 /// each other's files: <kernel>.<schedule>[.s<stages>][.c<X>x<Y>][.sw<bytes>]
-/// [.r<raster>][.<decomposition>][.debug], e.g. examples_gemm_128_256_64.cooperative.c2x1.
+/// [.r<raster>][.<decomposition>][.debug][.nocontract], e.g. examples_gemm_128_256_64.cooperative.c2x1.
 /// "" when nothing is dumped.
 std::string dumpDirFor(mlir::ModuleOp module, const tessel::options &o, const tessel::runtime::Knobs &knobs) {
   if (!o.dump_dir.empty())
@@ -103,6 +103,8 @@ std::string dumpDirFor(mlir::ModuleOp module, const tessel::options &o, const te
     dir += "." + tessel::decompositionName(o.decomposition);
   if (o.debug || knobs.debug)
     dir += ".debug";
+  if (!o.fp_contract)
+    dir += ".nocontract";
   return dir;
 }
 

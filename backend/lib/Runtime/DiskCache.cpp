@@ -239,6 +239,7 @@ std::string optionsKey(const options& o) {
   key += "raster=" + std::to_string(o.raster_group) + ";";
   key += "decomposition=" + std::string(decompositionKeyName(o.decomposition)) + ";";
   key += "debug=" + std::to_string(o.debug || knobs().debug) + ";";
+  key += "contract=" + std::to_string(o.fp_contract) + ";";
   return key;
 }
 

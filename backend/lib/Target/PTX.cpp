@@ -186,8 +186,11 @@ LogicalResult mlir::tessel::emitPTX(llvm::Module &llvmModule, const PTXOptions &
   const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, err);
   if (!target)
     llvm::report_fatal_error(llvm::Twine("NVPTX target unavailable: ") + err, false);
+  llvm::TargetOptions targetOptions;
+  targetOptions.AllowFPOpFusion =
+      options.fpContract ? llvm::FPOpFusion::Fast : llvm::FPOpFusion::Standard;
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      triple, options.chip, options.features, llvm::TargetOptions(), std::nullopt,
+      triple, options.chip, options.features, targetOptions, std::nullopt,
       std::nullopt, llvm::CodeGenOptLevel::Aggressive));
   llvmModule.setTargetTriple(triple);
   llvmModule.setDataLayout(tm->createDataLayout());

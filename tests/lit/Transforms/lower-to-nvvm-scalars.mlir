@@ -26,7 +26,7 @@
 // EW-DAG: arith.addf %arg3, %{{.*}} : f32
 // EW-DAG: arith.sitofp %arg4 : i32 to f32
 // EW-DAG: arith.addi %{{.*}}, %arg4 : i32
-// EW: llvm.load
+// EW: llvm.inline_asm {{.*}}@p ld.global.b32 $0, [$1];
 // EW: arith.mulf
 // EW: arith.maximumf %{{.*}}, %arg3 : f32
 // EW: llvm.store

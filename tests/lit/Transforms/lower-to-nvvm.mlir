@@ -39,12 +39,13 @@
 // DEBUG: llvm.call @vprintf
 // DEBUG: "trap;"
 
-// Elementwise kernels: blocked layout, bounds-checked loads and stores.
+// Elementwise kernels: blocked layout, bounds-checked loads (predicated: 0 outside the tensor)
+// and stores.
 // EW-LABEL: llvm.func @axpy
 // EW-SAME: nvvm.reqntid = array<i32: 128, 1, 1>
 // EW: nvvm.read.ptx.sreg.ctaid.x
 // EW: arith.cmpi ult
-// EW: llvm.load
+// EW: llvm.inline_asm {{.*}}"{\0A.reg .pred p;\0Asetp.ne.b32 p, $2, 0;\0Amov.b32 $0, 0;\0A@p ld.global.b32 $0, [$1];\0A}", "=r,l,r,~{memory}"
 // EW: arith.mulf
 // EW: llvm.store
 func.func @axpy(%X: !tessel.ref<1 x f32>, %Y: !tessel.ref<1 x f32>) attributes {tessel.kernel} {

@@ -73,6 +73,37 @@ TEST_P(MathCompile, GemmEpilogueOfEverySchedule) {
   }
 }
 
+// options::fp_contract (on by default, as nvcc's --fmad=true): GELU's multiply-add pairs become
+// fma.rn.f32, per element two fma and three mul around tanh.approx (Tracer.cpp writes the formula
+// for it), next to the test's own scaling of the accumulator (one mul); off, every multiply and
+// add is rounded on its own (mul.rn / add.rn, which ptxas keeps): six mul and two add.
+TEST(FpContract, GeluFusesMultiplyAddsUnlessTurnedOff) {
+  tessel_test::scoped_env fresh{"TESSEL_DISABLE_CACHE", "1"};
+  const math_case* gelu = nullptr;
+  for (const math_case& c : tessel_test::math_cases())
+    if (c.name == "gelu") gelu = &c;
+  ASSERT_NE(gelu, nullptr);
+  auto count = [](const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  ts::options o;
+  o.schedule = ts::schedule::tma;  // no stream-K partial sums among the adds
+  std::string fused = gelu->jit_gemm(o).stage("ptx");
+  const std::size_t elements = count(fused, "tanh.approx.f32");
+  ASSERT_GT(elements, 0u);
+  EXPECT_EQ(count(fused, "fma.rn.f32"), 2 * elements);
+  EXPECT_EQ(count(fused, "mul.f32"), 4 * elements);
+  EXPECT_EQ(count(fused, "mul.rn.f32") + count(fused, "add.rn.f32") + count(fused, "add.f32"), 0u);
+  o.fp_contract = false;
+  std::string unfused = gelu->jit_gemm(o).stage("ptx");
+  EXPECT_EQ(count(unfused, "tanh.approx.f32"), elements);
+  EXPECT_EQ(count(unfused, "fma.rn.f32"), 0u);
+  EXPECT_EQ(count(unfused, "mul.rn.f32"), 6 * elements);
+  EXPECT_EQ(count(unfused, "add.rn.f32"), 2 * elements);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllFunctions, MathCompile, ::testing::ValuesIn(tessel_test::math_cases()),
                          [](const ::testing::TestParamInfo<math_case>& i) { return i.param.name; });
 

@@ -49,7 +49,7 @@ static_assert(fieldCount<CompiledKernel>() == 18, "CompiledKernel changed: seria
 static_assert(fieldCount<ArgSpec>() == 4, "ArgSpec changed: serialize the new field");
 static_assert(fieldCount<ParamSpec>() == 7, "ParamSpec changed: serialize the new field");
 static_assert(fieldCount<SizeContract>() == 6, "SizeContract changed: serialize the new field");
-static_assert(fieldCount<options>() == 9, "tessel::options changed: add the new option to optionsKey");
+static_assert(fieldCount<options>() == 10, "tessel::options changed: add the new option to optionsKey");
 
 struct TempDir {
   std::string path;
@@ -226,6 +226,7 @@ TEST(OptionsKey, ChangesWithEveryOptionThatChangesTheCode) {
   with("raster_group", [](options& o) { o.raster_group = 4; });
   with("decomposition", [](options& o) { o.decomposition = decomposition::stream_k; });
   with("debug", [](options& o) { o.debug = true; });
+  with("fp_contract", [](options& o) { o.fp_contract = false; });
   std::set<std::string> keys{key};
   for (const auto& [what, o] : changed)
     EXPECT_TRUE(keys.insert(runtime::optionsKey(o)).second) << what << " does not change the key";

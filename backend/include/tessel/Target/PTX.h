@@ -20,6 +20,10 @@ struct PTXOptions {
   /// PTX ISA >= 8.3: older ones crash LLVM 22 on the tensormap fence (DESIGN.md §6).
   std::string features = "+ptx85";
   unsigned optLevel = 3;
+  /// options::fp_contract: fmul + fadd may become one fma (TargetOptions::AllowFPOpFusion
+  /// Fast, nvcc's --fmad=true). Off (Standard): NVPTX prints `mul.rn` / `add.rn`, which
+  /// ptxas leaves unfused too.
+  bool fpContract = true;
   /// Print the LLVM IR before and after optimisation into PTXResult::llvmIR / llvmIROpt
   /// (stages 12 and 13; ~5% of a cold GEMM compile). Off: they stay empty.
   bool printIR = true;

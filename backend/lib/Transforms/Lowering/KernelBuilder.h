@@ -97,6 +97,7 @@ private:
   FailureOr<Value> cloneElementwise(Operation *op, ArrayRef<Value> operands);
   /// Linear element offset (i64) and in-bounds predicate of ref[offsets + coords].
   std::pair<Value, Value> address(unsigned arg, ArrayRef<Value> offsets, ArrayRef<Value> coords);
+  /// The element of a loaded tile at `coords`, 0 outside the tensor.
   FailureOr<Value> loadElement(LoadOp load, ArrayRef<Value> coords);
   LogicalResult storeElement(StoreOp store, ArrayRef<Value> coords);
   /// Bounds-checked store of the evaluated element `v` at ref[offsets + coords].
@@ -188,10 +189,14 @@ private:
   /// per-row scale) is computed once per coordinate and thread, not once per
   /// fragment register (a bounds-checked load each: 4x fewer with two row
   /// blocks). Every use is in the epilogue's one block, after the first.
+  /// An element of a loaded tile (C0, a residual) is loaded once per
+  /// coordinates, however often the expression uses it (gelu uses its operand
+  /// three times).
   bool reuseEpilogueValues = false;
   DenseMap<std::pair<Value, int64_t>, Value> coordinates;
   DenseMap<std::pair<Operation *, Value>, Value> broadcastElements;
   DenseMap<Value, Value> fragmentColumns;
+  DenseMap<std::tuple<Operation *, Value, Value>, Value> loadedElements; // (load, coords)
   struct EpilogueReuse {
     KernelBuilder &kb;
     explicit EpilogueReuse(KernelBuilder &k) : kb(k) { reset(true); }
@@ -200,6 +205,7 @@ private:
       kb.coordinates.clear();
       kb.broadcastElements.clear();
       kb.fragmentColumns.clear();
+      kb.loadedElements.clear();
       kb.reuseEpilogueValues = on;
     }
   };

@@ -207,6 +207,7 @@ std::string candidate_label(const options& o) {
   if (o.decomposition == decomposition::data_parallel) s += " dp";
   if (o.decomposition == decomposition::stream_k) s += " sk";
   if (o.debug) s += " debug";
+  if (!o.fp_contract) s += " nocontract";
   return s;
 }
 

@@ -80,6 +80,12 @@ struct options {
   std::string dump_dir;                  ///< write every stage here (also $TESSEL_DUMP_DIR)
   bool verbose = false;                  ///< print compile steps and the ptxas log to stderr
   bool debug = false;                    ///< bounded barrier waits that report and trap (also TESSEL_DEBUG)
+  /// Let the code generator fuse a floating-point multiply and a dependent add into one fma
+  /// (one rounding instead of two), as nvcc does by default (--fmad=true) and Triton's
+  /// enable_fp_fusion. false: every f32 mul and add is rounded on its own (`mul.rn` /
+  /// `add.rn`, which ptxas does not fuse either), for bitwise agreement with a reference
+  /// that does not fuse (docs/math.md).
+  bool fp_contract = true;
 };
 
 /// What a launch argument is: a tensor (ts::view), or a scalar value (ts::value, or a plain
