@@ -635,6 +635,10 @@ LogicalResult KernelBuilder::buildElementwise() {
       auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, inTile, false);
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
+      // The element is evaluated in this one block: each tile element it reads
+      // is loaded once however often the expression uses it (ts::gelu(x) reads
+      // x three times).
+      EpilogueReuse reuse(*this);
       SmallVector<Value> coords(ty.getRank());
       int64_t stride = 1;
       for (int64_t d = ty.getRank() - 1; d >= 0; --d) {

@@ -191,7 +191,7 @@ private:
   /// blocks). Every use is in the epilogue's one block, after the first.
   /// An element of a loaded tile (C0, a residual) is loaded once per
   /// coordinates, however often the expression uses it (gelu uses its operand
-  /// three times).
+  /// three times). Elementwise kernels open one for each element they write.
   bool reuseEpilogueValues = false;
   DenseMap<std::pair<Value, int64_t>, Value> coordinates;
   DenseMap<std::pair<Operation *, Value>, Value> broadcastElements;
