@@ -218,10 +218,11 @@ std::pair<Value, Value> KernelBuilder::address(unsigned arg, ArrayRef<Value> off
 }
 
 /// The element of a loaded tile, 0 where ref[offsets + coords] is outside the
-/// tensor. 16- and 32-bit elements (every dtype but i1) are one predicated load
-/// (docs/benchmarks.md run 35: 4% faster than a branch around each load in the
-/// C0 / residual epilogues at 4096 x 14336 x 4096, where ptxas kept each load
-/// behind its branch; reading two adjacent bf16 at once was slower still):
+/// tensor. 16- and 32-bit elements (every tensor dtype: f16, bf16, f32, i32) are
+/// one predicated load (docs/benchmarks.md run 35: 4% faster than a branch
+/// around each load in the C0 / residual epilogues at 4096 x 14336 x 4096;
+/// reading two adjacent bf16 at once was slower still); other widths keep the
+/// branch:
 ///
 ///   %v = llvm.inline_asm "{ .reg .pred p; setp.ne.b32 p, $2, 0;
 ///                           mov.b16 $0, 0; @p ld.global.b16 $0, [$1]; }"

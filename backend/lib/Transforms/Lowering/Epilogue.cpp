@@ -137,8 +137,8 @@ SmallVector<StoreOp> KernelBuilder::stagedStores() {
 //   scf.if %c0_usable {
 //     hopper.tma.prefetch %descC0[%n, %m] : !llvm.ptr      (one 128 x 128 box)
 //   }
-//     ==> consumers, in the epilogue: the per-element loads of C0, unchanged,
-//         now served by L2.
+//     ==> consumers, in the epilogue: the predicated per-element loads of C0
+//         (loadElement), unchanged, now served by L2.
 // No ordering rule: a prefetch writes no memory the kernel reads and nobody
 // waits for it; a tile whose prefetch has not arrived reads from memory.
 
