@@ -153,6 +153,8 @@ int child(const config& c, const std::string& phase) {
   const tb::driver_floor floor = tb::time_driver_launch_floor(s, gpu_ms * 1000 / 100);
   if (floor.pointers_us >= 0) std::printf("RESULT floor_pointers_us %.2f\n", floor.pointers_us);
   if (floor.packed_us >= 0) std::printf("RESULT floor_packed_us %.2f\n", floor.packed_us);
+  if (floor.legacy_us >= 0) std::printf("RESULT floor_legacy_us %.2f\n", floor.legacy_us);
+  if (floor.idle_us >= 0) std::printf("RESULT floor_idle_us %.2f\n", floor.idle_us);
   if (!floor.note.empty()) std::printf("FLOOR_NOTE %s\n", floor.note.c_str());
   return 0;
 }
@@ -284,6 +286,12 @@ int main(int argc, char** argv) {
         if (results.count("floor_packed_us"))
           std::printf("; as one packed buffer %.2f us", median(results["floor_packed_us"]));
         std::printf(")\n");
+        if (results.count("floor_legacy_us"))
+          std::printf("  cuLaunchKernel alone, host       %8.2f us per launch (the older entry point, same "
+                      "parameters)\n", median(results["floor_legacy_us"]));
+        if (results.count("floor_idle_us"))
+          std::printf("  cuLaunchKernelEx, idle GPU       %8.2f us per launch (kernels that return at once: no "
+                      "launch waits behind a busy queue)\n", median(results["floor_idle_us"]));
       }
       if (!floor_note.empty()) std::printf("  driver floor: %s\n", floor_note.c_str());
       if (!results.count("launch_us"))

@@ -119,11 +119,15 @@ driver_floor time_driver_launch_floor(cudaStream_t stream, double gpu_us_per_lau
       get_name(e, &name);
     return name ? std::string(name) : std::to_string(int(e));
   };
+  auto legacy = reinterpret_cast<PFN_cuLaunchKernel_v4000>(entry_point("cuLaunchKernel", 4000));
   // Per launch in microseconds, or -1 after a failed launch (its error in `note`).
-  auto batch = [&](void** params, void** ex, int n, const char* what) -> double {
+  auto batch = [&](void** params, void** ex, int n, const char* what, bool old_api = false) -> double {
     CUresult failed = CUDA_SUCCESS;
     auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < n && failed == CUDA_SUCCESS; ++i) failed = launch(&config, fn, params, ex);
+    for (int i = 0; i < n && failed == CUDA_SUCCESS; ++i)
+      failed = old_api ? legacy(fn, config.gridDimX, 1, 1, config.blockDimX, 1, 1, config.sharedMemBytes,
+                                config.hStream, params, ex)
+                       : launch(&config, fn, params, ex);
     const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / n;
     cudaStreamSynchronize(stream);
     if (failed == CUDA_SUCCESS) return us;
@@ -145,6 +149,20 @@ driver_floor time_driver_launch_floor(cudaStream_t stream, double gpu_us_per_lau
   }
   r.pointers_us = median(by_pointers);
   if (have_packed) r.packed_us = median(by_buffer);
+  // cuLaunchKernel, then cuLaunchKernelEx with kernels that return at once (idle GPU).
+  if (legacy && batch(pointers, nullptr, kWarmup, "cuLaunchKernel", true) >= 0) {
+    std::vector<double> v;
+    for (int b = 0; b < kBatches; ++b) v.push_back(batch(pointers, nullptr, kPerBatch, "cuLaunchKernel", true));
+    if (*std::min_element(v.begin(), v.end()) >= 0) r.legacy_us = median(v);
+  }
+  const u64 spin = scalars[0];
+  scalars[0] = 0;
+  if (batch(pointers, nullptr, kWarmup, "idle") >= 0) {
+    std::vector<double> v;
+    for (int b = 0; b < kBatches; ++b) v.push_back(batch(pointers, nullptr, kPerBatch, "idle"));
+    if (*std::min_element(v.begin(), v.end()) >= 0) r.idle_us = median(v);
+  }
+  scalars[0] = spin;
   return r;
 }
 

@@ -9,7 +9,9 @@
 // queue up behind a busy GPU as they do in the cached-launch measurement; timed the same way
 // (median over 15 batches of 100 back-to-back launches). Both ways of passing the parameters:
 // an array of pointers to each (what tessel passes) and one packed buffer
-// (CU_LAUNCH_PARAM_BUFFER_POINTER).
+// (CU_LAUNCH_PARAM_BUFFER_POINTER); and, to see what else the driver's time depends on, the
+// older cuLaunchKernel with the same pointers, and cuLaunchKernelEx on an idle GPU (kernels that
+// return at once, so that no launch waits behind a busy queue).
 #pragma once
 
 #include <string>
@@ -21,6 +23,8 @@ namespace tessel_bench {
 struct driver_floor {
   double pointers_us = -1;  ///< per launch, kernelParams (an array of pointers); -1: not measured
   double packed_us = -1;    ///< per launch, one packed buffer (`extra`); -1: not measured
+  double legacy_us = -1;    ///< per launch, cuLaunchKernel (not Ex) with the pointers; -1: not measured
+  double idle_us = -1;      ///< per launch, cuLaunchKernelEx with the pointers, kernels that do not spin
   std::string note;         ///< why something was not measured ("" when both were)
 };
 
