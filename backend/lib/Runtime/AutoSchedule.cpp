@@ -15,7 +15,8 @@
 //  - cluster: 1x1 (the default); clusters 2x1 / 1x2 are at parity with 1x1
 //    since the remote-arrive fix and read 40% more DRAM on the wide shape
 //    (runs 6, 7, 17), so automatic never asks for one (a user's cluster is kept);
-//  - raster group: tessel's default 8 (run 8's sweep: 8 within noise of the best);
+//  - raster group: tessel's default 8 (run 8's sweep: 8 within noise of the best), 16 for
+//    tiles of at most 64 rows (run 40);
 //  - M and N: only through the number of tiles (the launch's grid): the stream-K
 //    plan inside the cooperative / pingpong kernels adapts to it (last wave,
 //    fewer tiles than SMs); the rule asks whether the grid fills at least half

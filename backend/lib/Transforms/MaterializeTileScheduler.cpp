@@ -17,7 +17,8 @@
 // The rules:
 //   1. cooperative and pingpong are persistent: about one CTA (one cluster)
 //      per SM walks the user's grid in grouped raster order, `raster_group`
-//      rows of tiles at a time (#tessel.schedule's raster, default 8), its
+//      rows of tiles at a time (#tessel.schedule's raster, default 8, 16
+//      for tiles of at most 64 rows), its
 //      `cluster` CTAs on neighbouring tiles; with `stream_k` the last wave's
 //      k-iterations are split among all CTAs (StreamK.cpp).
 //   2. multistage launches one CTA per tile and remaps the launch order into

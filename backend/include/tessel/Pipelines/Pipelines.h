@@ -40,7 +40,7 @@ struct PipelineOptions {
   int64_t stages = 0;
   std::string cluster = "1x1";  ///< CTA cluster, "MxN" along program_id 0 x 1
   int64_t swizzle = 0;          ///< options::swizzle: 0 auto, -1 none, 32, 64, 128
-  int64_t rasterGroup = 0;      ///< options::raster_group: 0 = tessel's default (8)
+  int64_t rasterGroup = 0;      ///< options::raster_group: 0 = tessel's default (8; 16 for BM <= 64)
   std::string decomposition = "auto";  ///< options::decomposition: auto, data-parallel, stream-k
   bool boundedWaits = false;  ///< TESSEL_DEBUG: mbarrier waits time out and report
 };

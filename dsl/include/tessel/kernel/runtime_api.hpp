@@ -73,7 +73,8 @@ struct options {
   int swizzle = 0;
   /// Grouped raster order of the tile scheduler (persistent schedules and multistage): CTAs
   /// walk groups of this many rows of tiles (along program_id 0) column by column, so that
-  /// the CTAs running at the same time share A and B tiles in L2. 0 = tessel's default (8);
+  /// the CTAs running at the same time share A and B tiles in L2. 0 = tessel's default (8, or
+  /// 16 for tiles of at most 64 rows: 1024 rows of A per group either way);
   /// at most 1024.
   int raster_group = 0;
   tessel::decomposition decomposition = tessel::decomposition::automatic;
