@@ -61,6 +61,24 @@ func.func @axpy(%X: !tessel.ref<1 x f32>, %Y: !tessel.ref<1 x f32>) attributes {
   return
 }
 
+// A tile used three times (x^3 + x) is loaded once per element written: 1024
+// elements on 128 threads, 8 loads.
+// EW-LABEL: llvm.func @x_three_times
+// EW-COUNT-8: @p ld.global.b32
+// EW-NOT: @p ld.global.b32
+// EW: llvm.return
+func.func @x_three_times(%X: !tessel.ref<1 x f32>, %Y: !tessel.ref<1 x f32>) attributes {tessel.kernel} {
+  %c1024 = arith.constant 1024 : index
+  %p = tessel.program_id 0
+  %o = arith.muli %p, %c1024 : index
+  %x = tessel.load %X[%o] : !tessel.ref<1 x f32> -> tensor<1024xf32>
+  %x2 = arith.mulf %x, %x : tensor<1024xf32>
+  %x3 = arith.mulf %x2, %x : tensor<1024xf32>
+  %s = arith.addf %x3, %x : tensor<1024xf32>
+  tessel.store %s, %Y[%o] : tensor<1024xf32>, !tessel.ref<1 x f32>
+  return
+}
+
 // An epilogue operand prefetched into L2 (tessel-lower-epilogue rule 6): an
 // optional descriptor of the whole 128 x 128 tile and its TMA-usable flag;
 // the producer prefetches it after issuing the tile's k-stages, when usable.
@@ -68,3 +86,5 @@ func.func @axpy(%X: !tessel.ref<1 x f32>, %Y: !tessel.ref<1 x f32>) attributes {
 // PREFETCH: hopper.tma.load
 // PREFETCH: scf.if
 // PREFETCH-NEXT: hopper.tma.prefetch %{{.*}}[%{{.*}}, %{{.*}}] : !llvm.ptr
+// The consumers read C0 with predicated 16-bit loads (0 outside the tensor, no branch).
+// PREFETCH: llvm.inline_asm has_side_effects {{.*}}@p ld.global.b16 $0, [$1];{{.*}}"=h,l,r,~{memory}"
