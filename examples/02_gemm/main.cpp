@@ -32,6 +32,7 @@ constexpr const char* kUsage = R"(usage: tessel-gemm [options]
                       and pingpong                                                          (default 1x1)
   --swizzle S         shared-memory swizzle of A and B: auto, none, 32, 64, 128 (bytes);
                       narrower than 128 loads each tile as several TMA boxes             (default auto)
+  --raster-group G    rows of tiles per grouped-raster group, 0 = tessel's default          (default 0)
   --decomposition D   auto (sk for cooperative / pingpong 1x1, else dp), dp (whole tiles), sk
                       (stream-K for the last wave where it pays; cooperative / pingpong 1x1) (default auto)
   --dump-dir DIR      write every compilation stage to DIR
@@ -59,7 +60,8 @@ ts::kernel compile(const tb::tile_shape& tile, const ts::options& o) {
 int main(int argc, char** argv) {
   return tb::example_main("tessel-gemm", kUsage, [&]() -> int {
     tb::cli args(argc, argv,
-                 {"schedule", "m", "n", "k", "tile", "stages", "cluster", "swizzle", "decomposition", "dump-dir", "iters", "repeats", "warmup-ms",
+                 {"schedule", "m", "n", "k", "tile", "stages", "cluster", "swizzle", "raster-group", "decomposition", "dump-dir", "iters",
+                  "repeats", "warmup-ms",
                   "cublas-algos", "seed"},
                  {"no-run", "check", "no-check", "no-cublas", "help"});
     if (args.flag("help")) {
@@ -80,6 +82,7 @@ int main(int argc, char** argv) {
                      .stages = int(args.i64("stages", 4)),
                      .cluster = tb::parse_cluster(args.str("cluster", "1x1")),
                      .swizzle = tb::parse_swizzle(args.str("swizzle", "auto")),
+                     .raster_group = int(args.i64("raster-group", 0)),
                      .decomposition = tb::parse_decomposition(args.str("decomposition", "auto")),
                      .dump_dir = dump_dir};
 
@@ -88,10 +91,10 @@ int main(int argc, char** argv) {
     auto t0 = std::chrono::steady_clock::now();
     ts::kernel k = compile(tile, opts);
     double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("  kernel: gemm<%d,%d,%d> schedule=%s stages=%d cluster=%s swizzle=%s decomposition=%s   traced + "
-                "compiled in %.2f s\n",
+    std::printf("  kernel: gemm<%d,%d,%d> schedule=%s stages=%d cluster=%s swizzle=%s raster_group=%d decomposition=%s"
+                "   traced + compiled in %.2f s\n",
                 tile.bm, tile.bn, tile.bk, tb::schedule_name(schedule), opts.stages,
-                tb::cluster_str(opts.cluster).c_str(), tb::swizzle_str(opts.swizzle).c_str(),
+                tb::cluster_str(opts.cluster).c_str(), tb::swizzle_str(opts.swizzle).c_str(), opts.raster_group,
                 tb::decomposition_str(opts.decomposition).c_str(), compile_s);
 
     if (!dump_dir.empty()) tb::report_dump_dir(k, dump_dir, std::cout);

@@ -102,7 +102,7 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
     // (At most 1024: the scheduler computes raster x grid-columns in i32.)
     if (rasterGroup < 0 || rasterGroup > 1024)
       return fn.emitError() << "option raster-group (options::raster_group) must be in [0, 1024] "
-                               "(0: the default, 8), got "
+                               "(0: the default, 8, or 16 for tiles of at most 64 rows), got "
                             << static_cast<int64_t>(rasterGroup);
     if (decomposition != "auto" && decomposition != "data-parallel" && decomposition != "stream-k")
       return fn.emitError() << "unknown decomposition '" << decomposition

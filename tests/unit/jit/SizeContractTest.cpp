@@ -128,7 +128,7 @@ TEST(OptionErrors, TwoLinesAtTheUsersSourceWithoutIR) {
       {{.schedule = ts::schedule::tma, .swizzle = 48},
        "option swizzle = 48 is not one of 0 \\(automatic\\), 128, 64, 32, -1 \\(none\\)"},
       {{.schedule = ts::schedule::tma, .raster_group = -1},
-       "option raster-group \\(options::raster_group\\) must be in \\[0, 1024\\] \\(0: the default, 8\\), got -1"},
+       "option raster-group \\(options::raster_group\\) must be in \\[0, 1024\\] \\(0: the default, 8, or 16 for tiles of at most 64 rows\\), got -1"},
   };
   for (const Case& c : cases) {
     std::string what = jitError(c.o);
