@@ -26,6 +26,7 @@
 #include <gtest/gtest.h>
 
 #include "tessel/Runtime/DiskCache.h"
+#include "text_count.hpp"
 
 namespace fs = std::filesystem;
 namespace rt = tessel::runtime;
@@ -39,12 +40,7 @@ std::string readAll(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-int countOf(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1))
-    ++n;
-  return n;
-}
+using tessel_test::count_of;
 
 /// A child process started with popen (stdout and stderr together).
 struct Child {
@@ -192,13 +188,13 @@ public:
       out << data;
     }
     std::string out = run("scale --kernels 2");
-    EXPECT_EQ(countOf(out, "tessel: compiled '"), 2) << out;
-    EXPECT_EQ(countOf(out, "tessel: warning:"), 1) << out;
+    EXPECT_EQ(count_of(out, "tessel: compiled '"), 2) << out;
+    EXPECT_EQ(count_of(out, "tessel: warning:"), 1) << out;
     EXPECT_THAT(out, HasSubstr("tessel: warning: ignoring the kernel cache entry "));
     EXPECT_THAT(out, HasSubstr("(" + reason));
     EXPECT_EQ(validEntries(), 2u);
     std::string again = run("scale --kernels 2");
-    EXPECT_EQ(countOf(again, "' from the disk cache ("), 2) << again;
+    EXPECT_EQ(count_of(again, "' from the disk cache ("), 2) << again;
     EXPECT_THAT(again, Not(HasSubstr("warning")));
   }
 };
@@ -219,9 +215,9 @@ TEST_F(DiskCacheJit, UnwritableDirectoryWarnsOnceAndCompiles) {
   std::ofstream(dir / "file") << "a file where the cache directory's parent should be";
   const std::string blocked = (dir / "file" / "cache").string();
   std::string out = run("scale --kernels 3", "TESSEL_CACHE_DIR='" + blocked + "'");
-  EXPECT_EQ(countOf(out, "helper: jit "), 3) << out;
-  EXPECT_EQ(countOf(out, "tessel: compiled '"), 3) << out;
-  EXPECT_EQ(countOf(out, "tessel: warning:"), 1) << out;
+  EXPECT_EQ(count_of(out, "helper: jit "), 3) << out;
+  EXPECT_EQ(count_of(out, "tessel: compiled '"), 3) << out;
+  EXPECT_EQ(count_of(out, "tessel: warning:"), 1) << out;
   EXPECT_THAT(out, HasSubstr("tessel: warning: the kernel cache directory '" + blocked + "' is not writable"));
 }
 
@@ -234,7 +230,7 @@ TEST_F(DiskCacheJit, ConcurrentWritersInSeveralProcesses) {
   for (Child& c : children) {
     c.finish();
     EXPECT_EQ(c.status, 0) << c.output;
-    EXPECT_EQ(countOf(c.output, "helper: jit "), 3) << c.output;
+    EXPECT_EQ(count_of(c.output, "helper: jit "), 3) << c.output;
     EXPECT_THAT(c.output, Not(HasSubstr("warning"))) << c.output;
   }
   EXPECT_EQ(validEntries(), 1u);
@@ -276,7 +272,7 @@ TEST_F(DiskCacheJit, DisabledCacheWritesNothing) {
 TEST_F(DiskCacheJit, ToolListsStatsTrimsAndClears) {
   run("scale --kernels 2");
   std::string list = tool("list");
-  EXPECT_EQ(countOf(list, "scale"), 2) << list;
+  EXPECT_EQ(count_of(list, "scale"), 2) << list;
   EXPECT_THAT(tool("stats"), HasSubstr("entries        2 (0 invalid"));
   std::ofstream(entries().front().path, std::ios::trunc) << "junk";
   EXPECT_THAT(tool("list"), HasSubstr("(invalid: truncated"));

@@ -17,11 +17,13 @@
 
 #include "math_functions.hpp"
 #include "scoped_env.hpp"
+#include "text_count.hpp"
 
 namespace ts = tessel;
 using tessel_test::math_case;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using tessel_test::count_of;
 
 namespace {
 
@@ -83,25 +85,20 @@ TEST(FpContract, GeluFusesMultiplyAddsUnlessTurnedOff) {
   for (const math_case& c : tessel_test::math_cases())
     if (c.name == "gelu") gelu = &c;
   ASSERT_NE(gelu, nullptr);
-  auto count = [](const std::string& text, const std::string& what) {
-    std::size_t n = 0;
-    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-    return n;
-  };
   ts::options o;
   o.schedule = ts::schedule::tma;  // no stream-K partial sums among the adds
   std::string fused = gelu->jit_gemm(o).stage("ptx");
-  const std::size_t elements = count(fused, "tanh.approx.f32");
-  ASSERT_GT(elements, 0u);
-  EXPECT_EQ(count(fused, "fma.rn.f32"), 2 * elements);
-  EXPECT_EQ(count(fused, "mul.f32"), 4 * elements);
-  EXPECT_EQ(count(fused, "mul.rn.f32") + count(fused, "add.rn.f32") + count(fused, "add.f32"), 0u);
+  const int elements = count_of(fused, "tanh.approx.f32");
+  ASSERT_GT(elements, 0);
+  EXPECT_EQ(count_of(fused, "fma.rn.f32"), 2 * elements);
+  EXPECT_EQ(count_of(fused, "mul.f32"), 4 * elements);
+  EXPECT_EQ(count_of(fused, "mul.rn.f32") + count_of(fused, "add.rn.f32") + count_of(fused, "add.f32"), 0);
   o.fp_contract = false;
   std::string unfused = gelu->jit_gemm(o).stage("ptx");
-  EXPECT_EQ(count(unfused, "tanh.approx.f32"), elements);
-  EXPECT_EQ(count(unfused, "fma.rn.f32"), 0u);
-  EXPECT_EQ(count(unfused, "mul.rn.f32"), 6 * elements);
-  EXPECT_EQ(count(unfused, "add.rn.f32"), 2 * elements);
+  EXPECT_EQ(count_of(unfused, "tanh.approx.f32"), elements);
+  EXPECT_EQ(count_of(unfused, "fma.rn.f32"), 0);
+  EXPECT_EQ(count_of(unfused, "mul.rn.f32"), 6 * elements);
+  EXPECT_EQ(count_of(unfused, "add.rn.f32"), 2 * elements);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFunctions, MathCompile, ::testing::ValuesIn(tessel_test::math_cases()),
