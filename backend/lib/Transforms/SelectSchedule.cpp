@@ -168,8 +168,10 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
     // warpgroup for the TMA-store epilogue).
     // (A ring stage holds A and every dot's B: GemmMatch::ringTile.)
     SmallVector<int64_t> tile(m.ringTile());
-    int64_t fit = std::min(kMaxStages, stagesThatFit(kind, tile, eltBytes));
-    int64_t s = stages ? stages : fit;
+    // By default as many stages as fit, at most kMaxStages; more when asked
+    // for, up to what fits (the error below names that, not the default).
+    int64_t fit = stagesThatFit(kind, tile, eltBytes);
+    int64_t s = stages ? stages : std::min(kMaxStages, fit);
     if (s < 2)
       return m.dot.emitError() << "schedule '" << stringifyScheduleKind(kind)
                                << "' needs at least 2 stages (a stage is released one k-step late), got "

@@ -9,6 +9,8 @@
 // RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="schedule=tma decomposition=stream-k" 2>&1 | FileCheck %s --check-prefix=BADSK
 // RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="decomposition=sideways" 2>&1 | FileCheck %s --check-prefix=BADDECOMP
 // RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="schedule=cooperative stages=1" 2>&1 | FileCheck %s --check-prefix=ONESTAGE
+// RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="schedule=pingpong stages=6" 2>/dev/null | FileCheck %s --check-prefix=SIXSTAGES
+// RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="schedule=pingpong stages=7" 2>&1 | FileCheck %s --check-prefix=SEVENSTAGES
 
 // Cooperative with a 1x1 cluster takes stream-K by default (the kernel decides
 // per launch whether it pays).
@@ -19,6 +21,10 @@
 // BADSK: decomposition stream-k needs schedule 'cooperative' or 'pingpong' with a 1x1 cluster, got 'tma' with cluster 1x1
 // BADDECOMP: unknown decomposition 'sideways' (expected auto, data-parallel or stream-k)
 // ONESTAGE: schedule 'cooperative' needs at least 2 stages (a stage is released one k-step late), got 1
+// A 128x128 tile takes 4 stages of 32 KiB by default, and up to 6 when asked
+// for; the error names what fits, not the default.
+// SIXSTAGES: #tessel.schedule<kind = pingpong, tile = [128, 128, 64], stages = 6,
+// SEVENSTAGES: 7 stages of 32768 bytes do not fit in shared memory (at most 6 beside the epilogue's staging buffers)
 // The raster group is printed only when it is not the default.
 // RASTER: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128, raster = 16, stream_k = 1>
 // BADRASTER: option raster-group (options::raster_group) must be in [0, 1024] (0: the default, 8, or 16 for tiles of at most 64 rows), got -1
@@ -82,5 +88,25 @@ func.func @not_carried(%A: !tessel.ref<2 x bf16>, %C: !tessel.ref<2 x f32>) attr
   // expected-error @+1 {{tessel.dot must sit directly in a top-level loop}}
   %d = tessel.dot %a, %a, %zero : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xf32>
   tessel.store %d, %C[%c0, %c0] : tensor<64x64xf32>, !tessel.ref<2 x f32>
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @gemm_128x128
+// CHECK-SAME: tessel.schedule = #tessel.schedule<kind = tma, tile = [128, 128, 64], stages = 4, warpgroups = 2, swizzle = 128>
+func.func @gemm_128x128(%A: !tessel.ref<2 x bf16>, %B: !tessel.ref<2 x bf16>, %C: !tessel.ref<2 x f32>) attributes {tessel.kernel} {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %K = tessel.dim %A, 1 : !tessel.ref<2 x bf16>
+  %zero = arith.constant dense<0.0> : tensor<128x128xf32>
+  %acc = scf.for %k = %c0 to %K step %c64 iter_args(%c = %zero) -> (tensor<128x128xf32>) {
+    %a = tessel.load %A[%c0, %k] : !tessel.ref<2 x bf16> -> tensor<128x64xbf16>
+    %b = tessel.load %B[%c0, %k] : !tessel.ref<2 x bf16> -> tensor<128x64xbf16>
+    %bt = tessel.trans %b : tensor<128x64xbf16> -> tensor<64x128xbf16>
+    %d = tessel.dot %a, %bt, %c : tensor<128x64xbf16>, tensor<64x128xbf16> -> tensor<128x128xf32>
+    scf.yield %d : tensor<128x128xf32>
+  }
+  tessel.store %acc, %C[%c0, %c0] : tensor<128x128xf32>, !tessel.ref<2 x f32>
   return
 }
