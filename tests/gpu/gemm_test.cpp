@@ -242,10 +242,13 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(tb::gemm_shape{200, 300, 72}, tb::gemm_shape{3000, 5000, 2000})),
     ws_param_name);
 
-// Pingpong: each consumer warpgroup holds a whole tile, so tiles up to 128x128.
+// Pingpong: each consumer warpgroup holds a whole tile, so tiles of at most 192 accumulator
+// registers per thread: 128x128, and 128x192 / 192x128 (whose consumers spill a few bytes).
 INSTANTIATE_TEST_SUITE_P(
     Pingpong, WarpSpecializedGemm,
-    ::testing::Combine(::testing::Values(ts::schedule::pingpong), ::testing::Values(tb::tile_shape{128, 128, 64}),
+    ::testing::Combine(::testing::Values(ts::schedule::pingpong),
+                       ::testing::Values(tb::tile_shape{128, 128, 64}, tb::tile_shape{128, 192, 64},
+                                         tb::tile_shape{192, 128, 64}),
                        ::testing::Values(2, 4),
                        ::testing::Values(tb::gemm_shape{128, 128, 64}, tb::gemm_shape{1024, 1024, 64},
                                          tb::gemm_shape{256, 256, 8192}, tb::gemm_shape{200, 300, 72},
@@ -256,7 +259,9 @@ INSTANTIATE_TEST_SUITE_P(
 
 INSTANTIATE_TEST_SUITE_P(
     Pingpong, WarpSpecializedGemmBiasRelu,
-    ::testing::Combine(::testing::Values(ts::schedule::pingpong), ::testing::Values(tb::tile_shape{128, 128, 64}),
+    ::testing::Combine(::testing::Values(ts::schedule::pingpong),
+                       ::testing::Values(tb::tile_shape{128, 128, 64}, tb::tile_shape{128, 192, 64},
+                                         tb::tile_shape{192, 128, 64}),
                        ::testing::Values(4),
                        ::testing::Values(tb::gemm_shape{200, 300, 72}, tb::gemm_shape{3000, 5000, 2000})),
     ws_param_name);

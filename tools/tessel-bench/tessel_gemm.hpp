@@ -143,13 +143,14 @@ inline constexpr const char* kExampleOptions[] = {"stages", "decomposition", "cl
 /// raster_group=... decomposition=...   traced + compiled in X s" and lists `o.dump_dir`'s files.
 tessel::kernel compile_example(const std::string& what, const tile_shape& t, const tessel::options& o,
                                const std::function<tessel::kernel()>& compile);
-/// The tiles the fused-kernel examples instantiate: ts::jit of K<128, 256> or K<128, 128> (K one
+/// The tiles the fused-kernel examples instantiate: ts::jit of K<128, 256>, K<128, 192> or K<128, 128> (K one
 /// of the examples' kernel templates, <BM, BN, BK = 64>); a usage_error naming --tile otherwise.
 [[noreturn]] void unsupported_example_tile(const tile_shape& t);
 template <template <int, int, int> class K>
 tessel::kernel jit_example_tile(const tile_shape& t, const tessel::options& o) {
   if (t == tile_shape{128, 256, 64}) return tessel::jit(K<128, 256, 64>{}, o);
   if (t == tile_shape{128, 128, 64}) return tessel::jit(K<128, 128, 64>{}, o);
+  if (t == tile_shape{128, 192, 64}) return tessel::jit(K<128, 192, 64>{}, o);
   unsupported_example_tile(t);
 }
 /// An example's main: runs `body`; a usage_error prints it and `usage` (exit status 2), a

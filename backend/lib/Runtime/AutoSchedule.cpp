@@ -32,9 +32,14 @@
 namespace tessel::runtime {
 
 namespace {
-/// SelectSchedule's limit for pingpong: each consumer warpgroup holds a whole
-/// tile, (BM / 64) x BN / 2 f32 registers per thread, at most 128.
-bool pingpongFits(int bm, int bn) { return bm % 64 == 0 && bm <= 128 && (bm / 64) * bn / 2 <= 128; }
+/// The pingpong tiles of the rule below: BM <= 128 and each consumer
+/// warpgroup's whole tile, (BM / 64) x BN / 2 f32 registers per thread, at
+/// most 192 (SelectSchedule's limit: 128 x 128, 128 x 192, 64 x 256); a dual
+/// GEMM (`accN` = 2 x BN) at most 128. BM = 192, which SelectSchedule also
+/// allows for pingpong, was never timed against cooperative: cooperative.
+bool pingpongFits(int bm, int accN, int dots) {
+  return bm % 64 == 0 && bm <= 128 && (bm / 64) * accN / 2 <= (dots > 1 ? 128 : 192);
+}
 }  // namespace
 
 /// Half the SMs of the GPU the rule was measured on (H200, 132 SMs; H100 SXM has 132 too).
@@ -64,11 +69,11 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
             "keeping tma"); });
     return c;
   }
-  // R1. Tiles the warp-specialized schedules cannot take (BM > 192 for cooperative, BM x BN
-  //     over 128 x 128 for pingpong): tma, as before (unmeasured against anything else).
+  // R1. Tiles the warp-specialized schedules cannot take (BM > 192 for cooperative, more than
+  //     pingpongFits for pingpong): tma, as before (unmeasured against anything else).
   // (A dual GEMM's consumers hold two accumulators: 2 x BN columns.)
   const int accN = g.bn * std::max(g.dots, 1);
-  const bool pingpong = pingpongFits(g.bm, accN);
+  const bool pingpong = pingpongFits(g.bm, accN, g.dots);
   if (!pingpong && (g.bm > 192 || g.bm % 64 != 0)) {
     c.schedule = tessel::schedule::tma;
     explain(1, [&] { return std::string("R1: tile " + std::to_string(g.bm) + "x" + std::to_string(g.bn) +
@@ -101,7 +106,9 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
            "3000x5000x2000, 4000^3, 16384x8192x1024 faster with whole tiles)";
   };
   if (pingpong) {
-    // R2. Tiles up to 128x128: pingpong (its epilogue overlaps the other consumer's mainloop).
+    // R2. Tiles up to 128x128, and 128x192: pingpong (its epilogue overlaps the other
+    //     consumer's mainloop). Run 45, 128x192 on the ten default shapes: pingpong ahead of
+    //     cooperative on 8 (see docs/benchmarks.md).
     //     A dual GEMM of 64x128 (two accumulators, 64 x 256 per consumer): pingpong too; run 29,
     //     SwiGLU 8192x14336x4096: pingpong 64x128 0.979x tessel's plain GEMM of the same flops,
     //     cooperative 128x128 0.889x (its epilogue does not overlap a mainloop).
@@ -119,7 +126,7 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
       //     1.098 vs 1.049 whole tiles, 4096x14336x4096 1.051 vs 1.001, 4096^3 1.012 vs 1.001;
       //     4096x4096x14336 1.021 vs 1.023 and 8192x28672x8192 0.988 vs 0.986 (within noise).
       c.decomposition = decomposition(tessel::decomposition::automatic);
-      explain(2, [&] { return std::string(std::string("R2: pingpong with the stream-K plan: tile <= 128x128, ") +
+      explain(2, [&] { return std::string(std::string("R2: pingpong with the stream-K plan: tile <= 128x128 or 128x192, ") +
               (kIterations < 0 ? "K unknown" : std::to_string(kIterations) + " k-iterations per tile") +
               " (run 19: best on all six large shapes)"); });
     }

@@ -28,7 +28,7 @@
 // The raster group is printed only when it is not the default.
 // RASTER: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128, raster = 16, stream_k = 1>
 // BADRASTER: option raster-group (options::raster_group) must be in [0, 1024] (0: the default, 8, or 16 for tiles of at most 64 rows), got -1
-// PINGPONG: schedule 'pingpong' keeps a whole tile per consumer warpgroup: BM x BN must be at most 128 x 128 (or 64 x 256), got 128 x 256
+// PINGPONG: schedule 'pingpong' keeps a whole tile per consumer warpgroup, (BM / 64) x BN / 2 f32 registers per thread: at most 192 (128 x 192, 192 x 128, 64 x 256), got 128 x 256
 
 // CHECK-LABEL: func.func @gemm
 // CHECK-SAME: tessel.schedule = #tessel.schedule<kind = tma, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128>

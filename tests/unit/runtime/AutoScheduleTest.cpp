@@ -70,6 +70,11 @@ TEST(AutoSchedule, SquareTilesArePingpongWholeTilesForShortK) {
   EXPECT_EQ(pick(gemm(128, 128), 8192, 1024), "pingpong");
   EXPECT_EQ(pick(gemm(64, 256), 8192), "pingpong");
   EXPECT_EQ(pick(gemm(64, 64), 512), "pingpong-dp");
+  // 128x192 (192 accumulator registers per thread) is pingpong too (run 45: ahead of
+  // cooperative 128x192 on 8 of the 10 default shapes); 192x128, never timed: cooperative.
+  EXPECT_EQ(pick(gemm(128, 192), 8192), "pingpong");
+  EXPECT_EQ(pick(gemm(128, 192), 1024, 4096), "pingpong-dp");
+  EXPECT_EQ(pick(gemm(192, 128), 8192), "cooperative");
 }
 
 TEST(AutoSchedule, DualGemmsHoldTwoAccumulators) {
