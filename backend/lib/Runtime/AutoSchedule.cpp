@@ -105,6 +105,24 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
            " (<= 32 iterations on >= 66 tiles, or <= 64 on 66..1056 tiles; runs 30-31: 2048^3, "
            "3000x5000x2000, 4000^3, 16384x8192x1024 faster with whole tiles)";
   };
+  // R5. A 128x192 tile (128 rows, more than 128 columns) on a grid of less than one wave
+  //     (fewer tiles than the GPU's 132 SMs): cooperative with the stream-K plan. Such a plan
+  //     gives each CTA one or two parts of about a tile's k-iterations, and pingpong runs a
+  //     CTA's parts on alternating consumers; cooperative puts both on each part. Runs 46-47,
+  //     TF/s, cooperative vs pingpong: 128x8192x8192 (43 tiles) 356.7 vs 275.5 and 352.1 vs
+  //     274.0; 256x8192x8192 (86 tiles) 517.3 vs 452.7. 128x128 keeps pingpong: the two measured
+  //     equal there (128x8192x8192, 64 tiles: 374.5 vs 375.7; 256x8192x8192, 128 tiles: 616.9
+  //     vs 618.5; run 30: 375.2 vs 374.6). R5 comes before R3: with short K on such a grid the
+  //     kernel's plan may keep whole tiles, each then on both consumers of its CTA rather than
+  //     one (unmeasured there).
+  if (pingpong && g.bm == 128 && accN > 128 && g.dots <= 1 && tiles >= 0 && tiles < 2 * kHalfTheGpu) {
+    c.schedule = tessel::schedule::cooperative;
+    c.decomposition = decomposition(tessel::decomposition::automatic);
+    explain(5, [&] { return std::string("R5: cooperative with the stream-K plan: " + std::to_string(tiles) +
+            " tiles of " + std::to_string(g.bm) + "x" + std::to_string(g.bn) + " are less than one wave "
+            "(pingpong would run each CTA's stream-K parts on alternating consumers; runs 46-47)"); });
+    return c;
+  }
   if (pingpong) {
     // R2. Tiles up to 128x128, and 128x192: pingpong (its epilogue overlaps the other
     //     consumer's mainloop). Run 45, 128x192 on the ten default shapes: pingpong ahead of

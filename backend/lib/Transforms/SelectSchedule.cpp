@@ -147,7 +147,10 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
     // Pingpong: each of the two consumer warpgroups holds a whole tile's
     // accumulators, (BM / 64) x BN / 2 f32 registers per thread of the 232
     // that setmaxnreg gives a consumer: at most 192 (128 x 192, 192 x 128,
-    // 64 x 256; ptxas spills 4-12 bytes there, docs/benchmarks.md run 45),
+    // 64 x 256). With 192, ptxas spills a few bytes where the stream-K plan
+    // stays live (128 x 192: 4 bytes plain, 8 with GELU; none with whole
+    // tiles) and 160-176 bytes in epilogues that read a C0 tile, which then
+    // run faster with 128 x 128 (docs/benchmarks.md runs 44-46),
     // and for a dual GEMM, whose epilogue keeps both accumulators and the
     // gate's activation live, at most 128 (64 x 128).
     if (kind == ScheduleKind::pingpong &&

@@ -75,6 +75,13 @@ TEST(AutoSchedule, SquareTilesArePingpongWholeTilesForShortK) {
   EXPECT_EQ(pick(gemm(128, 192), 8192), "pingpong");
   EXPECT_EQ(pick(gemm(128, 192), 1024, 4096), "pingpong-dp");
   EXPECT_EQ(pick(gemm(192, 128), 8192), "cooperative");
+  // R5: 128x192 on less than one wave (fewer tiles than 132 SMs): cooperative, stream-K (runs
+  // 46-47); 128x128 there stays pingpong (measured equal).
+  EXPECT_EQ(pick(gemm(128, 192), 8192, 43), "cooperative");   // 128x8192x8192
+  EXPECT_EQ(pick(gemm(128, 192), 8192, 86), "cooperative");   // 256x8192x8192
+  EXPECT_EQ(pick(gemm(128, 192), 8192, 132), "pingpong");
+  EXPECT_EQ(pick(gemm(128, 192), 1024, 131), "cooperative");  // before R3
+  EXPECT_EQ(pick(gemm(128, 128), 8192, 128), "pingpong");
 }
 
 TEST(AutoSchedule, DualGemmsHoldTwoAccumulators) {

@@ -46,7 +46,7 @@ struct AutoGemmInfo {
 struct AutoChoice {
   tessel::schedule schedule = tessel::schedule::tma;
   tessel::decomposition decomposition = tessel::decomposition::automatic;
-  /// The rule's line that decided: 0..4 (R0..R4 in AutoSchedule.cpp).
+  /// The rule's line that decided: 0..5 (R0..R5 in AutoSchedule.cpp).
   int rule = -1;
   bool operator==(const AutoChoice& o) const {
     return schedule == o.schedule && decomposition == o.decomposition;
