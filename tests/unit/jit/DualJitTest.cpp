@@ -17,6 +17,7 @@
 #include <string>
 
 #include "dual_kernels.hpp"
+#include "jit_error.hpp"
 #include "scoped_env.hpp"
 
 namespace ts = tessel;
@@ -31,16 +32,7 @@ protected:
   tessel_test::scoped_env quiet{"TESSEL_FALLBACK", "quiet"};
 };
 
-/// ts::jit's error message ("" when it compiles).
-template <class F>
-std::string jitError(const F& f, const ts::options& o) {
-  try {
-    ts::jit(f, o);
-  } catch (const ts::error& e) {
-    return e.what();
-  }
-  return "";
-}
+using tessel_test::jit_error;
 
 void expectDual(const ts::kernel& k, int accN) {
   EXPECT_THAT(k.stage("schedule-mma"), HasSubstr("{accumulators = 2 : i64}"));
@@ -107,14 +99,14 @@ TEST_F(DualJit, EveryEpilogueOutputAndNMajorWeights) {
 }
 
 TEST_F(DualJit, SchedulesThatCannotHoldTwoAccumulators) {
-  EXPECT_THAT(jitError(tessel_test::swiglu<128, 128>{}, {.schedule = ts::schedule::multistage}),
+  EXPECT_THAT(jit_error(tessel_test::swiglu<128, 128>{}, {.schedule = ts::schedule::multistage}),
               HasSubstr("error: schedule 'multistage' cannot hold the two accumulators of a dual GEMM: use "
                         "'cooperative' or 'pingpong' (or 'tma', 'warp_specialized')"));
-  EXPECT_THAT(jitError(tessel_test::swiglu<128, 128>{}, {.schedule = ts::schedule::pingpong}),
+  EXPECT_THAT(jit_error(tessel_test::swiglu<128, 128>{}, {.schedule = ts::schedule::pingpong}),
               HasSubstr("error: schedule 'pingpong' keeps both accumulators of a whole tile per consumer "
                         "warpgroup: BM x BN must be at most 64 x 128 for a dual GEMM, got 128 x 128 (use BM "
                         "= 64, or schedule 'cooperative')"));
-  EXPECT_THAT(jitError(tessel_test::swiglu<128, 256>{}, {.schedule = ts::schedule::cooperative}),
+  EXPECT_THAT(jit_error(tessel_test::swiglu<128, 256>{}, {.schedule = ts::schedule::cooperative}),
               HasSubstr("error: a dual GEMM computes both dots with one wgmma of N = 2 x BN <= 256 (its two "
                         "accumulators side by side): BN must be at most 128, got 256"));
 }
@@ -152,10 +144,10 @@ struct two_a {
 };
 
 TEST_F(DualJit, ProgramsThatAreNotADualGemm) {
-  EXPECT_THAT(jitError(three_dots{}, {.schedule = ts::schedule::cooperative}),
+  EXPECT_THAT(jit_error(three_dots{}, {.schedule = ts::schedule::cooperative}),
               HasSubstr("error: 'tessel.dot' op a kernel may hold one tessel.dot (one GEMM mainloop), or two "
                         "that share the A tile (a dual GEMM)"));
-  EXPECT_THAT(jitError(two_a{}, {.schedule = ts::schedule::cooperative}),
+  EXPECT_THAT(jit_error(two_a{}, {.schedule = ts::schedule::cooperative}),
               HasSubstr("error: 'tessel.dot' op the two dots of a dual GEMM must share the A tile (one tile "
                         "variable: auto a = A.load(...); ts::dot(a, ...) twice)"));
 }

@@ -19,6 +19,7 @@
 
 #include "02_gemm/gemm.hpp"
 #include "03_gemm_bias_relu/gemm_bias_relu.hpp"
+#include "jit_error.hpp"
 #include "scoped_env.hpp"
 
 namespace ts = tessel;
@@ -100,7 +101,9 @@ TEST_F(SizeContracts, EmptyProblems) {
 
 namespace {
 
-/// ts::jit's error for a GEMM with `o` ("" if none).
+/// ts::jit's error for a GEMM with `o` ("" if none). It calls ts::jit itself rather than through
+/// tessel_test::jit_error: option errors point at the ts::jit call, which the test below expects
+/// in this file.
 std::string jitError(const ts::options& o) {
   try {
     ts::jit(examples::gemm<128, 128, 64>{}, o);
@@ -138,16 +141,7 @@ TEST(OptionErrors, TwoLinesAtTheUsersSourceWithoutIR) {
   }
 }
 
-/// ts::jit's error for kernel `k` with `o` ("" if none).
-template <class K>
-std::string jitErrorOf(const K& k, const ts::options& o) {
-  try {
-    ts::jit(k, o);
-  } catch (const ts::error& e) {
-    return e.what();
-  }
-  return "";
-}
+using tessel_test::jit_error;
 
 // Tile rules are reported at the user's dot (examples/02_gemm/gemm.hpp), with the numbers that
 // hold for the tile: what fits, not a default.
@@ -155,17 +149,17 @@ TEST(TileErrors, AtTheUsersDotWithWhatFits) {
   tessel_test::scoped_env fresh{"TESSEL_DISABLE_CACHE", "1"};
   tessel_test::scoped_env quiet{"TESSEL_VERBOSE", std::nullopt};
   const std::string at = "examples/02_gemm/gemm\\.hpp:[0-9]+:[0-9]+: error: ";
-  EXPECT_THAT(jitErrorOf(examples::gemm<128, 128, 64>{}, {.schedule = ts::schedule::pingpong, .stages = 7}),
+  EXPECT_THAT(jit_error(examples::gemm<128, 128, 64>{}, {.schedule = ts::schedule::pingpong, .stages = 7}),
               ::testing::MatchesRegex("^tessel: scheduling failed \\(kernel 'examples_gemm_128_128_64'\\):\n.*" + at +
                                       "7 stages of 32768 bytes do not fit in shared memory \\(at most 6 beside "
                                       "the epilogue's staging buffers\\)\n"));
-  EXPECT_EQ(jitErrorOf(examples::gemm<128, 128, 64>{}, {.schedule = ts::schedule::pingpong, .stages = 6}), "");
-  EXPECT_THAT(jitErrorOf(examples::gemm<128, 256, 64>{}, {.schedule = ts::schedule::pingpong}),
+  EXPECT_EQ(jit_error(examples::gemm<128, 128, 64>{}, {.schedule = ts::schedule::pingpong, .stages = 6}), "");
+  EXPECT_THAT(jit_error(examples::gemm<128, 256, 64>{}, {.schedule = ts::schedule::pingpong}),
               ::testing::MatchesRegex("^tessel: scheduling failed \\(kernel 'examples_gemm_128_256_64'\\):\n.*" + at +
                                       "schedule 'pingpong' keeps a whole tile per consumer warpgroup, \\(BM / 64\\) "
                                       "x BN / 2 f32 registers per thread: at most 192 \\(128 x 192, 192 x 128, 64 x "
                                       "256\\), got 128 x 256\n"));
-  EXPECT_EQ(jitErrorOf(examples::gemm<128, 192, 64>{}, {.schedule = ts::schedule::pingpong}), "");
+  EXPECT_EQ(jit_error(examples::gemm<128, 192, 64>{}, {.schedule = ts::schedule::pingpong}), "");
 }
 
 }  // namespace
