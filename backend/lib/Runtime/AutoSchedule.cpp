@@ -95,15 +95,22 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
   //     623.3, cooperative 128x256 (512 tiles) 649.9 / 650.5 vs 649.4 / 643.7; 4096^3 (64, 1024
   //     tiles) 696.2 vs 697.1; while 4096x14336x4096 (64 iterations, 3584 tiles: 27 waves) keeps the
   //     stream-K plan, 1-5% ahead there (runs 19, 24, 30).
+  //     Both only where whole tiles fill their last wave to at least 90% (T >= 0.9 x ceil(T /
+  //     132) x 132; every shape above does: 0.91-0.99). Where they do not, the stream-K plan
+  //     fills the idle SMs: runs 45-46, 128x192, stream-K plan vs whole tiles: 4096^3 (704 tiles,
+  //     0.89) 738.8 vs 652.5 TF/s, 4000^3 (672, 0.85) 660.2 vs 598.1; 2048^3 (176, 0.67) 506.5 vs
+  //     505.3 about equal; 3000x5000x2000 (648, 0.98) keeps whole tiles, 657.5 vs 650.7.
+  const std::int64_t sms = 2 * kHalfTheGpu;
+  const bool fullLastWave = tiles < 0 || tiles * 10 >= (tiles + sms - 1) / sms * sms * 9;
   const bool fewWaves = tiles >= kHalfTheGpu && tiles <= 8 * 2 * kHalfTheGpu;
-  const bool shortK = kIterations >= 0 && ((kIterations <= 32 && (tiles < 0 || tiles >= kHalfTheGpu)) ||
-                                           (kIterations <= 64 && fewWaves));
+  const bool shortK = kIterations >= 0 && fullLastWave &&
+                      ((kIterations <= 32 && (tiles < 0 || tiles >= kHalfTheGpu)) || (kIterations <= 64 && fewWaves));
   auto shortKWhy = [&](const char* schedule) {
     return std::string("R3: ") + schedule + ", whole tiles: " + std::to_string(kIterations) +
            " k-iterations per tile on " +
            (tiles < 0 ? std::string("a grid of unknown size") : std::to_string(tiles) + " tiles") +
-           " (<= 32 iterations on >= 66 tiles, or <= 64 on 66..1056 tiles; runs 30-31: 2048^3, "
-           "3000x5000x2000, 4000^3, 16384x8192x1024 faster with whole tiles)";
+           " (<= 32 iterations on >= 66 tiles, or <= 64 on 66..1056 tiles, whole tiles filling their last "
+           "wave to >= 90%; runs 30-31: 2048^3, 3000x5000x2000, 4000^3, 16384x8192x1024 faster with whole tiles)";
   };
   // R5. A 128x192 tile (128 rows, more than 128 columns) on a grid of less than one wave
   //     (fewer tiles than the GPU's 132 SMs): cooperative with the stream-K plan. Such a plan

@@ -52,12 +52,12 @@ TEST(AutoJit, ShortKLaunchesThePingpongWholeTileVariantOnceAndLargeKTheEagerKern
   // K = 4096: the eager choice, no variant.
   std::string big = launchStderr(k, 256, 256, 4096);
   EXPECT_THAT(big, Not(HasSubstr("compiling variant")));
-  // K = 1024 (16 k-iterations) on 80 tiles (at least half the GPU): pingpong with whole tiles,
-  // compiled once (R3).
-  std::string first = launchStderr(k, 1280, 1024, 1024);
+  // K = 1024 (16 k-iterations) on 128 tiles (at least half the GPU, a last wave 97% full):
+  // pingpong with whole tiles, compiled once (R3).
+  std::string first = launchStderr(k, 2048, 1024, 1024);
   EXPECT_THAT(first, HasSubstr("compiling variant 'pingpong-dp'"));
   EXPECT_THAT(first, HasSubstr("R3: pingpong, whole tiles"));
-  std::string second = launchStderr(k, 1280, 1024, 1024) + launchStderr(k, 1280, 1152, 512);
+  std::string second = launchStderr(k, 2048, 1024, 1024) + launchStderr(k, 1024, 2048, 512);
   EXPECT_EQ(count(second, "compiling variant"), 0) << "a cached launch compiled again";
   EXPECT_THAT(second, HasSubstr("launching variant 'pingpong-dp'"));
   // The same K on 4 tiles: the stream-K plan fills the idle SMs, the eager kernel.

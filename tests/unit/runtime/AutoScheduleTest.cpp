@@ -82,6 +82,16 @@ TEST(AutoSchedule, SquareTilesArePingpongWholeTilesForShortK) {
   EXPECT_EQ(pick(gemm(128, 192), 8192, 132), "pingpong");
   EXPECT_EQ(pick(gemm(128, 192), 1024, 131), "cooperative");  // before R3
   EXPECT_EQ(pick(gemm(128, 128), 8192, 128), "pingpong");
+  // R3 only where whole tiles fill their last wave to >= 90% (runs 45-46, 128x192): 4096^3 (704
+  // tiles, 0.89) and 4000^3 (672, 0.85) keep the stream-K plan; 16384x8192x1024 (5504, 0.99) whole.
+  EXPECT_EQ(pick(gemm(128, 192), 4096, 704), "pingpong");
+  EXPECT_EQ(pick(gemm(128, 192), 4000, 672), "pingpong");
+  EXPECT_EQ(pick(gemm(128, 192), 2048, 176), "pingpong");
+  EXPECT_EQ(pick(gemm(128, 192), 2000, 648), "pingpong-dp");        // 3000x5000x2000: 0.98
+  EXPECT_EQ(pick(gemm(128, 192), 1024, 5504), "pingpong-dp");
+  EXPECT_EQ(pick(gemm(128, 128), 2000, 960), "pingpong-dp");        // 3000x5000x2000: 0.909
+  EXPECT_EQ(pick(gemm(128, 256), 2000, 480), "cooperative-dp");     // 0.909
+  EXPECT_EQ(pick(gemm(128, 128), 1024, 80), "pingpong");            // 80 of 132 SMs: 0.61
 }
 
 TEST(AutoSchedule, DualGemmsHoldTwoAccumulators) {
