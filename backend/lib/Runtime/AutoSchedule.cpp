@@ -102,7 +102,7 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
   //     505.3 about equal; 3000x5000x2000 (648, 0.98) keeps whole tiles, 657.5 vs 650.7.
   const std::int64_t sms = 2 * kHalfTheGpu;
   const bool fullLastWave = tiles < 0 || tiles * 10 >= (tiles + sms - 1) / sms * sms * 9;
-  const bool fewWaves = tiles >= kHalfTheGpu && tiles <= 8 * 2 * kHalfTheGpu;
+  const bool fewWaves = tiles >= kHalfTheGpu && tiles <= 8 * sms;
   const bool shortK = kIterations >= 0 && fullLastWave &&
                       ((kIterations <= 32 && (tiles < 0 || tiles >= kHalfTheGpu)) || (kIterations <= 64 && fewWaves));
   auto shortKWhy = [&](const char* schedule) {
@@ -122,7 +122,7 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
   //     vs 618.5; run 30: 375.2 vs 374.6). R5 comes before R3: with short K on such a grid the
   //     kernel's plan may keep whole tiles, each then on both consumers of its CTA rather than
   //     one (unmeasured there).
-  if (pingpong && g.bm == 128 && accN > 128 && g.dots <= 1 && tiles >= 0 && tiles < 2 * kHalfTheGpu) {
+  if (pingpong && g.bm == 128 && accN > 128 && g.dots <= 1 && tiles >= 0 && tiles < sms) {
     c.schedule = tessel::schedule::cooperative;
     c.decomposition = decomposition(tessel::decomposition::automatic);
     explain(5, [&] { return std::string("R5: cooperative with the stream-K plan: " + std::to_string(tiles) +
