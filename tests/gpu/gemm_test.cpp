@@ -266,6 +266,29 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(tb::gemm_shape{200, 300, 72}, tb::gemm_shape{3000, 5000, 2000})),
     ws_param_name);
 
+// Cooperative with 256-row tiles: two consumer warpgroups of 128 rows (two m64 row blocks) each,
+// 256x128 (128 accumulator registers per thread) and 256x192 (192; 3 stages fit beside the staging
+// buffers). `automatic` decomposition: the stream-K plan (256x192 spills a few bytes there).
+INSTANTIATE_TEST_SUITE_P(
+    Cooperative256, WarpSpecializedGemm,
+    ::testing::Combine(::testing::Values(ts::schedule::cooperative),
+                       ::testing::Values(tb::tile_shape{256, 128, 64}, tb::tile_shape{256, 192, 64}),
+                       ::testing::Values(2, 3),
+                       ::testing::Values(tb::gemm_shape{128, 128, 64}, tb::gemm_shape{1024, 1024, 64},
+                                         tb::gemm_shape{256, 256, 8192}, tb::gemm_shape{200, 300, 72},
+                                         tb::gemm_shape{7, 9, 8}, tb::gemm_shape{129, 257, 136},
+                                         tb::gemm_shape{64, 4096, 4096}, tb::gemm_shape{384, 128, 64},
+                                         tb::gemm_shape{3000, 5000, 2000}, tb::gemm_shape{8192, 8192, 8192})),
+    ws_param_name);
+
+INSTANTIATE_TEST_SUITE_P(
+    Cooperative256, WarpSpecializedGemmBiasRelu,
+    ::testing::Combine(::testing::Values(ts::schedule::cooperative),
+                       ::testing::Values(tb::tile_shape{256, 128, 64}, tb::tile_shape{256, 192, 64}),
+                       ::testing::Values(3),
+                       ::testing::Values(tb::gemm_shape{200, 300, 72}, tb::gemm_shape{3000, 5000, 2000})),
+    ws_param_name);
+
 // Stream-K (StreamK.cpp, options::decomposition stream_k, also what `automatic` gives cooperative
 // 1x1, so the cooperative suites above run it too): the kernel splits the k-iterations of the last
 // wave (plus one full wave) evenly among all CTAs where it computes that this pays, and for grids
@@ -323,6 +346,20 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(ts::decomposition::stream_k), ::testing::ValuesIn(kTiles),
                        ::testing::Values(4),
                        ::testing::Values(tb::gemm_shape{200, 300, 72}, tb::gemm_shape{3000, 5000, 2000})),
+    sk_param_name);
+
+INSTANTIATE_TEST_SUITE_P(
+    Cooperative256, StreamKGemm,
+    ::testing::Combine(::testing::Values(ts::decomposition::stream_k, ts::decomposition::data_parallel),
+                       ::testing::Values(tb::tile_shape{256, 128, 64}, tb::tile_shape{256, 192, 64}),
+                       ::testing::Values(3), ::testing::ValuesIn(kStreamKShapes)),
+    sk_param_name);
+
+INSTANTIATE_TEST_SUITE_P(
+    Cooperative256Large, StreamKGemm,
+    ::testing::Combine(::testing::Values(ts::decomposition::stream_k),
+                       ::testing::Values(tb::tile_shape{256, 128, 64}, tb::tile_shape{256, 192, 64}),
+                       ::testing::Values(3), ::testing::ValuesIn(kStreamKLargeShapes)),
     sk_param_name);
 
 // Stream-K on pingpong (128x128: a whole tile per consumer warpgroup, whose 128 threads write and
@@ -419,6 +456,24 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(ts::schedule::cooperative, ts::schedule::pingpong),
                        ::testing::Values(std::array<int, 2>{2, 1}, std::array<int, 2>{1, 2}),
                        ::testing::Values(tb::gemm_shape{200, 300, 72}, tb::gemm_shape{3000, 5000, 2000})),
+    cluster_param_name);
+
+// Clusters with cooperative 256x192 tiles: 2x1 multicasts 96 of B's rows per CTA, 1x2 128 of A's.
+class Cooperative256ClusterGemm : public ::testing::TestWithParam<cluster_param> {};
+
+TEST_P(Cooperative256ClusterGemm, MatchesReference) {
+  TESSEL_REQUIRE_GPU();
+  const auto& [schedule, cluster, shape] = GetParam();
+  check_gemm(tb::gemm_variant::plain, tb::tile_shape{256, 192, 64}, 3, shape, schedule, cluster);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, Cooperative256ClusterGemm,
+    ::testing::Combine(::testing::Values(ts::schedule::cooperative),
+                       ::testing::Values(std::array<int, 2>{2, 1}, std::array<int, 2>{1, 2}),
+                       ::testing::Values(tb::gemm_shape{7, 9, 8}, tb::gemm_shape{129, 257, 136},
+                                         tb::gemm_shape{384, 640, 192}, tb::gemm_shape{3000, 5000, 2000},
+                                         tb::gemm_shape{8192, 8192, 8192})),
     cluster_param_name);
 
 // Schedule multistage (cp.async ring + ldmatrix + mma.sync, all warps computing). First every

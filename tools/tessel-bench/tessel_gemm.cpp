@@ -54,7 +54,8 @@ std::string tile_shape::str() const {
 }
 
 const std::vector<tile_shape>& supported_tiles() {
-  static const std::vector<tile_shape> tiles = {{128, 256, 64}, {128, 192, 64}, {128, 128, 64}, {256, 128, 64}, {192, 128, 64}, {128, 64, 64},
+  static const std::vector<tile_shape> tiles = {{128, 256, 64}, {128, 192, 64}, {128, 128, 64}, {256, 192, 64}, {256, 128, 64}, {192, 128, 64},
+                                                {128, 64, 64},
                                                 // BK 32: multistage only
                                                 {128, 128, 32}, {128, 256, 32}, {256, 128, 32}};
   return tiles;
@@ -162,6 +163,7 @@ auto with_tile(const tile_shape& t, Make make) {
   if (t == tile_shape{128, 256, 64}) return make.template operator()<128, 256, 64>();
   if (t == tile_shape{128, 192, 64}) return make.template operator()<128, 192, 64>();
   if (t == tile_shape{128, 128, 64}) return make.template operator()<128, 128, 64>();
+  if (t == tile_shape{256, 192, 64}) return make.template operator()<256, 192, 64>();
   if (t == tile_shape{256, 128, 64}) return make.template operator()<256, 128, 64>();
   if (t == tile_shape{192, 128, 64}) return make.template operator()<192, 128, 64>();
   if (t == tile_shape{128, 64, 64}) return make.template operator()<128, 64, 64>();
@@ -310,7 +312,7 @@ ts::kernel compile_example(const std::string& what, const tile_shape& t, const t
 }
 
 void unsupported_example_tile(const tile_shape& t) {
-  throw usage_error("--tile " + t.str() + ": this example instantiates 128x256, 128x192 and 128x128");
+  throw usage_error("--tile " + t.str() + ": this example instantiates 128x256, 128x192, 128x128, 256x192 and 256x128");
 }
 
 int example_main(const char* program, const char* usage, const std::function<int()>& body) {

@@ -15,7 +15,9 @@
 //   1. wgmma m64nBNk16 (f32 accumulators), BK / 16 of them per stage and row
 //      block, one commit group per stage.
 //   2. Row blocks: a warpgroup holds 64 rows of the tile (tma, cooperative,
-//      warp_specialized), or the whole tile (pingpong: BM / 64 blocks).
+//      warp_specialized), 128 (cooperative with BM = 256: two consumers of
+//      two blocks), or the whole tile (pingpong: BM / 64 blocks);
+//      consumerRowBlocks (SharedMemory.h) says which.
 //   3. Wait depth 1: after issuing stage j's group, wait until at most one
 //      group is pending, so stage j-1's wgmmas retired and its stage can be
 //      released. The release is one k-step late, so the ring needs >= 2
@@ -33,6 +35,7 @@
 #include "SchedulePlan.h"
 
 #include "tessel/Transforms/Passes.h"
+#include "tessel/Transforms/SharedMemory.h"
 
 #include "mlir/IR/Verifier.h"
 
@@ -68,7 +71,7 @@ LogicalResult scheduleMma(plan::ScheduledGemm &g) {
       return failure();
     OpBuilder b = OpBuilder::atBlockEnd(&ws->getConsumerRegion().front());
     // Rules 1-3.
-    int64_t rowBlocks = ws->getOrder() == "pingpong" ? tile[0] / 64 : 1;
+    int64_t rowBlocks = consumerRowBlocks(g.kind(), tile[0]);
     // Rule 5.
     int64_t dots = g.match.numDots();
     mma = b.create<hopper::MmaScheduleOp>(

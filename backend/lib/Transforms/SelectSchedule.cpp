@@ -24,6 +24,8 @@
 //      4 warpgroups); BN is a multiple of 8 and at most 256 (wgmma N).
 //      Pingpong's consumers each hold a whole tile: (BM / 64) x BN / 2 f32
 //      registers per thread, at most 192 (128 x 192, 192 x 128, 64 x 256).
+//      Cooperative with BM = 256 has two consumers of 128 rows: BN at most
+//      192 (256 x 192: 192 registers per thread), one dot.
 //   4. The ring has 2 or more stages and fits in 227 KiB of shared memory
 //      (beside the staging buffers of the TMA-store epilogue in the
 //      warp-specialized schedules). One stage cannot work: a stage is released
@@ -166,10 +168,25 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
              << m.tileM << " x " << m.tileN;
     }
     // Warp-specialized: at most 3 consumer warpgroups besides the producer.
-    if (kind != ScheduleKind::tma && kind != ScheduleKind::pingpong && m.tileM > 192)
-      return m.dot.emitError() << "schedule '" << stringifyScheduleKind(kind)
-                               << "' needs BM <= 192 (one consumer warpgroup per 64 rows), got "
+    if (kind == ScheduleKind::warp_specialized && m.tileM > 192)
+      return m.dot.emitError() << "schedule 'warp_specialized' needs BM <= 192 (one consumer "
+                                  "warpgroup per 64 rows), got "
                                << m.tileM;
+    // Cooperative: one consumer per 64 rows up to BM = 192; BM = 256 takes two
+    // consumers of 128 rows (CUTLASS's 256 x N split; four would leave ptxas
+    // 96 registers per thread), 2 x BN / 2 f32 registers per thread of the
+    // 232 that setmaxnreg gives them: at most 192 (256 x 192). Not for a dual
+    // GEMM: its epilogue has not been built for two row blocks of two
+    // accumulators per consumer (pingpong's dual tile is 64 x 128 too).
+    if (kind == ScheduleKind::cooperative && m.tileM == 256 && m.numDots() > 1)
+      return m.dots[1].emitError()
+             << "schedule 'cooperative' with BM = 256 cannot hold a dual GEMM (two row blocks of "
+                "two accumulators per consumer warpgroup): use BM <= 192";
+    if (kind == ScheduleKind::cooperative && m.tileM == 256 && accN > 192)
+      return m.dot.emitError()
+             << "schedule 'cooperative' with BM = 256 keeps 128 rows per consumer warpgroup, BN "
+                "f32 registers per thread: BN must be at most 192, got "
+             << m.tileN;
     if (m.tileN % 8 != 0 || m.tileN > 256 || m.tileN < 8)
       return m.dot.emitError() << "BN must be a multiple of 8 in [8, 256], got " << m.tileN;
 
@@ -236,9 +253,10 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
                                  << cy;
       streamK = 1;
     }
-    // One m64 row block per warpgroup.
+    // The consumer warpgroups (tma: one per m64 row block; SharedMemory.h).
     auto attr = ScheduleAttr::get(fn.getContext(), kind, {m.tileM, m.tileN, m.tileK}, s,
-                                  m.tileM / 64, *swizzleBytes, clusterShape, rasterGroup, streamK);
+                                  consumerWarpgroups(kind, m.tileM), *swizzleBytes, clusterShape,
+                                  rasterGroup, streamK);
     fn->setAttr(TesselDialect::getScheduleAttrName(), attr);
     return success();
   }

@@ -11,7 +11,19 @@ static constexpr int64_t kSharedBytes = 227 * 1024;
 static constexpr int64_t kBarrierReserve = 1024;
 
 int64_t mlir::tessel::consumerWarpgroups(ScheduleKind kind, int64_t bm) {
-  return kind == ScheduleKind::pingpong ? 2 : bm / 64;
+  // Cooperative 256-row tiles: two consumers of two row blocks each (four of
+  // one would leave ptxas 96 registers per thread, CUTLASS's 256 x N split).
+  if (kind == ScheduleKind::pingpong || (kind == ScheduleKind::cooperative && bm == 256))
+    return 2;
+  return bm / 64;
+}
+
+int64_t mlir::tessel::consumerRowBlocks(ScheduleKind kind, int64_t bm) {
+  if (kind == ScheduleKind::pingpong)
+    return bm / 64;
+  if (kind == ScheduleKind::tma || kind == ScheduleKind::multistage)
+    return 1;
+  return bm / 64 / consumerWarpgroups(kind, bm);
 }
 
 SharedMemoryMap mlir::tessel::planSharedMemory(ScheduleKind kind, ArrayRef<int64_t> tile,

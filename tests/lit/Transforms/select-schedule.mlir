@@ -11,6 +11,10 @@
 // RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="schedule=cooperative stages=1" 2>&1 | FileCheck %s --check-prefix=ONESTAGE
 // RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="schedule=pingpong stages=6" 2>/dev/null | FileCheck %s --check-prefix=SIXSTAGES
 // RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="schedule=pingpong stages=7" 2>&1 | FileCheck %s --check-prefix=SEVENSTAGES
+// RUN: tessel-opt %inputs/gemm_256x192.mlir -tessel-select-schedule="schedule=cooperative" | FileCheck %s --check-prefix=COOP256
+// RUN: not tessel-opt %inputs/gemm_256x192.mlir -tessel-select-schedule="schedule=cooperative stages=4" 2>&1 | FileCheck %s --check-prefix=COOP256S4
+// RUN: not tessel-opt %inputs/gemm_256x192.mlir -tessel-select-schedule="schedule=warp_specialized" 2>&1 | FileCheck %s --check-prefix=WS256
+// RUN: sed 's/192/256/g' %inputs/gemm_256x192.mlir | not tessel-opt -tessel-select-schedule="schedule=cooperative" 2>&1 | FileCheck %s --check-prefix=COOP256N
 
 // Cooperative with a 1x1 cluster takes stream-K by default (the kernel decides
 // per launch whether it pays).
@@ -28,6 +32,14 @@
 // The raster group is printed only when it is not the default.
 // RASTER: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128, raster = 16, stream_k = 1>
 // BADRASTER: option raster-group (options::raster_group) must be in [0, 1024] (0: the default, 8, or 16 for tiles of at most 64 rows), got -1
+// Cooperative 256-row tiles: two consumer warpgroups of 128 rows, BN <= 192
+// (192 accumulator registers per thread); 3 stages of 56 KiB fit beside the
+// staging buffers. warp_specialized keeps one consumer per 64 rows.
+// COOP256: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [256, 192, 64], stages = 3, warpgroups = 2, swizzle = 128, stream_k = 1>
+// COOP256S4: 4 stages of 57344 bytes do not fit in shared memory (at most 3 beside the epilogue's staging buffers)
+// WS256: schedule 'warp_specialized' needs BM <= 192 (one consumer warpgroup per 64 rows), got 256
+// The same kernel with a 256x256 tile (line 17):
+// COOP256N: schedule 'cooperative' with BM = 256 keeps 128 rows per consumer warpgroup, BN f32 registers per thread: BN must be at most 192, got 256
 // PINGPONG: schedule 'pingpong' keeps a whole tile per consumer warpgroup, (BM / 64) x BN / 2 f32 registers per thread: at most 192 (128 x 192, 192 x 128, 64 x 256), got 128 x 256
 
 // CHECK-LABEL: func.func @gemm

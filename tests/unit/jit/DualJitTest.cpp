@@ -109,6 +109,9 @@ TEST_F(DualJit, SchedulesThatCannotHoldTwoAccumulators) {
   EXPECT_THAT(jit_error(tessel_test::swiglu<128, 256>{}, {.schedule = ts::schedule::cooperative}),
               HasSubstr("error: a dual GEMM computes both dots with one wgmma of N = 2 x BN <= 256 (its two "
                         "accumulators side by side): BN must be at most 128, got 256"));
+  EXPECT_THAT(jit_error(tessel_test::swiglu<256, 64>{}, {.schedule = ts::schedule::cooperative}),
+              HasSubstr("error: schedule 'cooperative' with BM = 256 cannot hold a dual GEMM (two row blocks of "
+                        "two accumulators per consumer warpgroup): use BM <= 192"));
 }
 
 /// Three dots on one A.

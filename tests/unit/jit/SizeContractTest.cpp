@@ -160,6 +160,20 @@ TEST(TileErrors, AtTheUsersDotWithWhatFits) {
                                       "x BN / 2 f32 registers per thread: at most 192 \\(128 x 192, 192 x 128, 64 x "
                                       "256\\), got 128 x 256\n"));
   EXPECT_EQ(jit_error(examples::gemm<128, 192, 64>{}, {.schedule = ts::schedule::pingpong}), "");
+  // Cooperative 256-row tiles: two consumers of 128 rows, BN <= 192, 3 stages of 56 KiB.
+  EXPECT_THAT(jit_error(examples::gemm<256, 256, 64>{}, {.schedule = ts::schedule::cooperative}),
+              ::testing::MatchesRegex("^tessel: scheduling failed \\(kernel 'examples_gemm_256_256_64'\\):\n.*" + at +
+                                      "schedule 'cooperative' with BM = 256 keeps 128 rows per consumer "
+                                      "warpgroup, BN f32 registers per thread: BN must be at most 192, got 256\n"));
+  EXPECT_THAT(jit_error(examples::gemm<256, 192, 64>{}, {.schedule = ts::schedule::cooperative, .stages = 4}),
+              ::testing::MatchesRegex("^tessel: scheduling failed \\(kernel 'examples_gemm_256_192_64'\\):\n.*" + at +
+                                      "4 stages of 57344 bytes do not fit in shared memory \\(at most 3 beside "
+                                      "the epilogue's staging buffers\\)\n"));
+  EXPECT_THAT(jit_error(examples::gemm<256, 128, 64>{}, {.schedule = ts::schedule::warp_specialized}),
+              ::testing::MatchesRegex("^tessel: scheduling failed \\(kernel 'examples_gemm_256_128_64'\\):\n.*" + at +
+                                      "schedule 'warp_specialized' needs BM <= 192 \\(one consumer warpgroup per "
+                                      "64 rows\\), got 256\n"));
+  EXPECT_EQ(jit_error(examples::gemm<256, 192, 64>{}, {.schedule = ts::schedule::cooperative}), "");
 }
 
 }  // namespace

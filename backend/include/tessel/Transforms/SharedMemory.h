@@ -45,8 +45,13 @@ struct SharedMemoryMap {
 constexpr int64_t kStagingChunkBytes = 64 * 128;
 
 /// Consumer warpgroups of a TMA-fed schedule: 2 (pingpong, a whole tile
-/// each) or one per 64 rows of the tile.
+/// each; cooperative with BM = 256, 128 rows each) or one per 64 rows of the
+/// tile.
 int64_t consumerWarpgroups(ScheduleKind kind, int64_t bm);
+
+/// The 64-row blocks of a tile that one consumer warpgroup computes: the
+/// whole tile's BM / 64 (pingpong), else BM / 64 / consumerWarpgroups.
+int64_t consumerRowBlocks(ScheduleKind kind, int64_t bm);
 
 /// The shared-memory map of `kind` with tile {BM, BN, BK}, operands of
 /// `eltBytes` bytes and `stages` stages.

@@ -145,7 +145,8 @@ LogicalResult KernelBuilder::lowerInlineProducer() {
 ///       wait empty[it % stages] (from the second round on); expect_tx; TMA A, B
 ///   warpgroups 1.. (consumers, setmaxnreg.inc):
 ///     warp_specialized / cooperative: every consumer takes every tile, rows
-///       [64 (wg-1), 64 wg) of it;
+///       [64 R (wg-1), 64 R wg) of it (R = row blocks per consumer: 2 for
+///       cooperative 256-row tiles, else 1);
 ///     pingpong: consumer c takes the CTA's units (tiles, or stream-K parts
 ///       of tiles) c, c+2, ... whole (BM/64 row blocks each), mainloops in
 ///       turn:
@@ -225,7 +226,8 @@ LogicalResult KernelBuilder::lowerProducerConsumers() {
     b.setInsertionPointToStart(roleIf.elseBlock());
     b.create<hopper::SetMaxNRegOp>(loc, /*increase=*/true, consumerRegs);
     Value consumer = b.create<arith::SubIOp>(loc, wg, i32(1));
-    Value firstRowBlock = pingpong ? i32(0) : consumer;
+    Value firstRowBlock =
+        pingpong ? i32(0) : b.create<arith::MulIOp>(loc, consumer, i32(rowBlocksPerConsumer)).getResult();
     Value isWgLeader = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, inWg, i32(0));
     auto release = [&](Value it) {
       auto relIf = b.create<scf::IfOp>(loc, TypeRange{}, isWgLeader, false);
