@@ -26,7 +26,7 @@ namespace {
 constexpr const char* kUsage = R"(usage: tessel-gemm [options]
   --schedule NAME     tma | multistage | warp_specialized | cooperative | pingpong | auto   (default tma)
   --m M --n N --k K   problem size, C (MxN) = A (MxK) @ B (NxK)^T                        (default 8192 each)
-  --tile BMxBN        128x256, 128x192, 128x128 or (cooperative) 256x192, 256x128
+  --tile BMxBN        128x256, 128x192, 192x128, 128x128 or (cooperative) 256x192, 256x128
                                                                   (default 128x256; pingpong: 128x128)
   --stages S          shared-memory pipeline depth, 0 = tessel's choice                    (default 4)
   --cluster MxN       CTA cluster 1x1, 2x1 (B multicast) or 1x2 (A multicast); cooperative
@@ -54,10 +54,11 @@ ts::kernel compile(const tb::tile_shape& tile, const ts::options& o) {
   if (tile == tb::tile_shape{128, 256, 64}) return ts::jit(examples::gemm<128, 256>{}, o);
   if (tile == tb::tile_shape{128, 192, 64}) return ts::jit(examples::gemm<128, 192>{}, o);
   if (tile == tb::tile_shape{128, 128, 64}) return ts::jit(examples::gemm<128, 128>{}, o);
+  if (tile == tb::tile_shape{192, 128, 64}) return ts::jit(examples::gemm<192, 128>{}, o);
   if (tile == tb::tile_shape{256, 192, 64}) return ts::jit(examples::gemm<256, 192>{}, o);
   if (tile == tb::tile_shape{256, 128, 64}) return ts::jit(examples::gemm<256, 128>{}, o);
   throw tb::usage_error(
-      "--tile: this example instantiates 128x256, 128x192, 128x128, 256x192 and 256x128 (tessel-bench has more)");
+      "--tile: this example instantiates 128x256, 128x192, 192x128, 128x128, 256x192 and 256x128 (tessel-bench has more)");
 }
 
 }  // namespace

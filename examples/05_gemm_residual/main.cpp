@@ -25,7 +25,7 @@ namespace {
 constexpr const char* kUsage = R"(usage: tessel-gemm-residual [options]
   --schedule NAME     tma | multistage | warp_specialized | cooperative | pingpong | auto   (default pingpong)
   --m M --n N --k K   problem size, C (MxN) = A (MxK) @ B (NxK)^T + R (MxN)                (default 4096 each)
-  --tile BMxBN        128x256, 128x192, 128x128 or (cooperative) 256x192, 256x128
+  --tile BMxBN        128x256, 128x192, 192x128, 128x128 or (cooperative) 256x192, 256x128
                                                                   (default 128x256; pingpong: 128x128)
   --stages S          shared-memory pipeline depth, 0 = tessel's choice                    (default 4)
   --decomposition D   auto, dp (whole tiles) or sk (stream-K)                              (default auto)

@@ -151,6 +151,7 @@ tessel::kernel jit_example_tile(const tile_shape& t, const tessel::options& o) {
   if (t == tile_shape{128, 256, 64}) return tessel::jit(K<128, 256, 64>{}, o);
   if (t == tile_shape{128, 128, 64}) return tessel::jit(K<128, 128, 64>{}, o);
   if (t == tile_shape{128, 192, 64}) return tessel::jit(K<128, 192, 64>{}, o);
+  if (t == tile_shape{192, 128, 64}) return tessel::jit(K<192, 128, 64>{}, o);
   if (t == tile_shape{256, 192, 64}) return tessel::jit(K<256, 192, 64>{}, o);
   if (t == tile_shape{256, 128, 64}) return tessel::jit(K<256, 128, 64>{}, o);
   unsupported_example_tile(t);

@@ -14,7 +14,9 @@
 //    4 within noise of each other on the large shapes;
 //  - cluster: 1x1 (the default); clusters 2x1 / 1x2 are at parity with 1x1
 //    since the remote-arrive fix and read 40% more DRAM on the wide shape
-//    (runs 6, 7, 17), so automatic never asks for one (a user's cluster is kept);
+//    (runs 6, 7, 17), slower with 128x128 (run 42) and, with 128x192, at
+//    parity at 8192^3 but slower on most other shapes (run 56), so automatic
+//    never asks for one (a user's cluster is kept);
 //  - raster group: tessel's default 8 (run 8's sweep: 8 within noise of the best), 16 for
 //    tiles of at most 64 rows (run 40);
 //  - M and N: only through the number of tiles (the launch's grid): the stream-K
@@ -32,14 +34,22 @@
 namespace tessel::runtime {
 
 namespace {
-/// The pingpong tiles of the rule below: BM <= 128 and each consumer
-/// warpgroup's whole tile, (BM / 64) x BN / 2 f32 registers per thread, at
-/// most 192 (SelectSchedule's limit: 128 x 128, 128 x 192, 64 x 256); a dual
-/// GEMM (`accN` = 2 x BN) at most 128. BM = 192, which SelectSchedule also
-/// allows for pingpong, was never timed against cooperative: cooperative.
+/// A consumer warpgroup's f32 accumulator registers per thread when it holds
+/// a whole tile (pingpong): (BM / 64) x accN / 2.
+int wholeTileRegisters(int bm, int accN) { return (bm / 64) * accN / 2; }
+
+/// The pingpong tiles of the rule below: BM <= 192 and each consumer
+/// warpgroup's whole tile at most 192 registers per thread (SelectSchedule's
+/// limit: 128 x 128, 128 x 192, 192 x 128, 64 x 256); a dual GEMM (`accN` =
+/// 2 x BN) at most 128. (BM = 256 with 64 columns, which SelectSchedule also
+/// allows for pingpong, was never timed: cooperative.)
 bool pingpongFits(int bm, int accN, int dots) {
-  return bm % 64 == 0 && bm <= 128 && (bm / 64) * accN / 2 <= (dots > 1 ? 128 : 192);
+  return bm % 64 == 0 && bm <= 192 && wholeTileRegisters(bm, accN) <= (dots > 1 ? 128 : 192);
 }
+
+/// Cooperative 256-row tiles: two consumers of 128 rows, BN <= 192, one dot
+/// (SelectSchedule).
+bool cooperative256Fits(int bm, int accN, int dots) { return bm == 256 && accN <= 192 && dots <= 1; }
 }  // namespace
 
 /// Half the SMs of the GPU the rule was measured on (H200, 132 SMs; H100 SXM has 132 too).
@@ -69,12 +79,15 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
             "keeping tma"); });
     return c;
   }
-  // R1. Tiles the warp-specialized schedules cannot take (BM > 192 for cooperative, more than
-  //     pingpongFits for pingpong): tma, as before (unmeasured against anything else).
+  // R1. Tiles the warp-specialized schedules cannot take (BM > 192 for cooperative but its
+  //     256x128 and 256x192, more than pingpongFits for pingpong): tma, as before (unmeasured
+  //     against anything else). Cooperative 256x128 / 256x192 go on to R3 / R4: run 57, the ten
+  //     default shapes, cooperative ahead of tma on all ten with both tiles (8192^3: 691.4 vs
+  //     620.9 and 699.9 vs 628.0 TF/s; 128x8192x8192 with 256x128 equal, 192.8 vs 191.5).
   // (A dual GEMM's consumers hold two accumulators: 2 x BN columns.)
   const int accN = g.bn * std::max(g.dots, 1);
   const bool pingpong = pingpongFits(g.bm, accN, g.dots);
-  if (!pingpong && (g.bm > 192 || g.bm % 64 != 0)) {
+  if (!pingpong && !cooperative256Fits(g.bm, accN, g.dots) && (g.bm > 192 || g.bm % 64 != 0)) {
     c.schedule = tessel::schedule::tma;
     explain(1, [&] { return std::string("R1: tile " + std::to_string(g.bm) + "x" + std::to_string(g.bn) +
             " fits neither cooperative nor pingpong, keeping tma"); });
@@ -112,8 +125,12 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
            " (<= 32 iterations on >= 66 tiles, or <= 64 on 66..1056 tiles, whole tiles filling their last "
            "wave to >= 90%; runs 30-31: 2048^3, 3000x5000x2000, 4000^3, 16384x8192x1024 faster with whole tiles)";
   };
-  // R5. A 128x192 tile (128 rows, more than 128 columns) on a grid of less than one wave
-  //     (fewer tiles than the GPU's 132 SMs): cooperative with the stream-K plan. Such a plan
+  // R5. A pingpong tile of more than 128 registers per thread (128x192, 192x128) on a grid of
+  //     less than one wave (fewer tiles than the GPU's 132 SMs): cooperative with the stream-K
+  //     plan. (192x128, run 57: 128x8192x8192, 64 tiles, cooperative 276.2 vs pingpong 243.6
+  //     TF/s; pingpong ahead on 6 of the 10 default shapes, 8192^3 711.6 vs 697.2, equal on
+  //     3000x5000x2000; cooperative ahead at 2048^3, 546.8 vs 500.6, 176 tiles, as 128x192 is
+  //     in run 45, and 4096x4096x14336 by 0.8%.) Such a plan
   //     gives each CTA one or two parts of about a tile's k-iterations, and pingpong runs a
   //     CTA's parts on alternating consumers; cooperative puts both on each part. Runs 46-47,
   //     TF/s, cooperative vs pingpong: 128x8192x8192 (43 tiles) 356.7 vs 275.5 and 352.1 vs
@@ -122,7 +139,7 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
   //     vs 618.5; run 30: 375.2 vs 374.6). R5 comes before R3: with short K on such a grid the
   //     kernel's plan may keep whole tiles, each then on both consumers of its CTA rather than
   //     one (unmeasured there).
-  if (pingpong && g.bm == 128 && accN > 128 && g.dots <= 1 && tiles >= 0 && tiles < sms) {
+  if (pingpong && wholeTileRegisters(g.bm, accN) > 128 && g.dots <= 1 && tiles >= 0 && tiles < sms) {
     c.schedule = tessel::schedule::cooperative;
     c.decomposition = decomposition(tessel::decomposition::automatic);
     explain(5, [&] { return std::string("R5: cooperative with the stream-K plan: " + std::to_string(tiles) +
@@ -131,9 +148,9 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
     return c;
   }
   if (pingpong) {
-    // R2. Tiles up to 128x128, and 128x192: pingpong (its epilogue overlaps the other
+    // R2. Tiles up to 128x128, and 128x192, 192x128: pingpong (its epilogue overlaps the other
     //     consumer's mainloop). Run 45, 128x192 on the ten default shapes: pingpong ahead of
-    //     cooperative on 8 (see docs/benchmarks.md).
+    //     cooperative on 8 (see docs/benchmarks.md); run 57, 192x128: on 6, equal on 1.
     //     A dual GEMM of 64x128 (two accumulators, 64 x 256 per consumer): pingpong too; run 29,
     //     SwiGLU 8192x14336x4096: pingpong 64x128 0.979x tessel's plain GEMM of the same flops,
     //     cooperative 128x128 0.889x (its epilogue does not overlap a mainloop).
@@ -151,13 +168,14 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
       //     1.098 vs 1.049 whole tiles, 4096x14336x4096 1.051 vs 1.001, 4096^3 1.012 vs 1.001;
       //     4096x4096x14336 1.021 vs 1.023 and 8192x28672x8192 0.988 vs 0.986 (within noise).
       c.decomposition = decomposition(tessel::decomposition::automatic);
-      explain(2, [&] { return std::string(std::string("R2: pingpong with the stream-K plan: tile <= 128x128 or 128x192, ") +
+      explain(2, [&] { return std::string(std::string("R2: pingpong with the stream-K plan: tile <= 128x128, 128x192 or 192x128, ") +
               (kIterations < 0 ? "K unknown" : std::to_string(kIterations) + " k-iterations per tile") +
               " (run 19: best on all six large shapes)"); });
     }
     return c;
   }
-  // R4. Wider tiles (BN > 128, BM <= 192): cooperative with the stream-K plan. Run 19, 128x256:
+  // R4. Wider tiles (BN > 128, BM <= 192; and 256x128, 256x192): cooperative with the stream-K
+  //     plan. Run 19, 128x256:
   //     8192^3 1.070 vs 1.031 whole tiles, 4096x14336x4096 1.017 vs 0.994, 4096x4096x14336 1.028
   //     vs 1.010, 16384x8192x1024 1.062 vs 1.033, 4096^3 1.000 vs 1.002, 8192x28672x8192 0.992 vs
   //     1.002 (the plan keeps whole tiles there since run 20); run 15: 128x8192x8192 0.781 vs

@@ -70,11 +70,13 @@ TEST(AutoSchedule, SquareTilesArePingpongWholeTilesForShortK) {
   EXPECT_EQ(pick(gemm(128, 128), 8192, 1024), "pingpong");
   EXPECT_EQ(pick(gemm(64, 256), 8192), "pingpong");
   EXPECT_EQ(pick(gemm(64, 64), 512), "pingpong-dp");
-  // 128x192 (192 accumulator registers per thread) is pingpong too (run 45: ahead of
-  // cooperative 128x192 on 8 of the 10 default shapes); 192x128, never timed: cooperative.
+  // 128x192 and 192x128 (192 accumulator registers per thread) are pingpong too (run 45: ahead
+  // of cooperative 128x192 on 8 of the 10 default shapes; run 57, 192x128: on 6, equal on 1).
   EXPECT_EQ(pick(gemm(128, 192), 8192), "pingpong");
   EXPECT_EQ(pick(gemm(128, 192), 1024, 4096), "pingpong-dp");
-  EXPECT_EQ(pick(gemm(192, 128), 8192), "cooperative");
+  EXPECT_EQ(pick(gemm(192, 128), 8192), "pingpong");
+  EXPECT_EQ(pick(gemm(192, 128), 8192, 64), "cooperative");   // R5: 128x8192x8192, 64 tiles
+  EXPECT_EQ(pick(gemm(192, 128), 1024, 5504), "pingpong-dp");
   // R5: 128x192 on less than one wave (fewer tiles than 132 SMs): cooperative, stream-K (runs
   // 46-47); 128x128 there stays pingpong (measured equal).
   EXPECT_EQ(pick(gemm(128, 192), 8192, 43), "cooperative");   // 128x8192x8192
@@ -109,7 +111,15 @@ TEST(AutoSchedule, DualGemmsHoldTwoAccumulators) {
 }
 
 TEST(AutoSchedule, UnmeasuredCasesKeepTma) {
-  EXPECT_EQ(pick(gemm(256, 128), 8192), "tma");                  // BM 256: neither warp-specialized one
+  // BM 256: cooperative with two consumers of 128 rows, BN <= 192, one dot (run 57: ahead of
+  // tma on all ten default shapes); wider, or a dual GEMM: neither warp-specialized one.
+  EXPECT_EQ(pick(gemm(256, 128), 8192), "cooperative");
+  EXPECT_EQ(pick(gemm(256, 192), 8192), "cooperative");
+  EXPECT_EQ(pick(gemm(256, 128), 1024, 4096), "cooperative-dp");
+  EXPECT_EQ(pick(gemm(256, 256), 8192), "tma");
+  AutoGemmInfo dual = gemm(256, 64);
+  dual.dots = 2;
+  EXPECT_EQ(pick(dual, 8192), "tma");
   EXPECT_EQ(pick(gemm(128, 128, ts::dtype::f32), 8192), "tma");  // no measurement of f32 operands
 }
 
