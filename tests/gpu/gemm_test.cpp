@@ -242,6 +242,12 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(tb::gemm_shape{200, 300, 72}, tb::gemm_shape{3000, 5000, 2000})),
     ws_param_name);
 
+// The shapes of the larger tiles' suites below (384x128x64: three 128-row tiles, an odd count of
+// tiles for pingpong's two consumers and one past a 256-row tile).
+const std::vector<tb::gemm_shape> kLargeTileShapes = {
+    {128, 128, 64}, {1024, 1024, 64}, {256, 256, 8192}, {200, 300, 72},     {7, 9, 8},
+    {129, 257, 136}, {64, 4096, 4096}, {384, 128, 64},  {3000, 5000, 2000}, {8192, 8192, 8192}};
+
 // Pingpong: each consumer warpgroup holds a whole tile, so tiles of at most 192 accumulator
 // registers per thread: 128x128, and 128x192 / 192x128 (whose consumers spill a few bytes).
 INSTANTIATE_TEST_SUITE_P(
@@ -250,11 +256,7 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(tb::tile_shape{128, 128, 64}, tb::tile_shape{128, 192, 64},
                                          tb::tile_shape{192, 128, 64}),
                        ::testing::Values(2, 4),
-                       ::testing::Values(tb::gemm_shape{128, 128, 64}, tb::gemm_shape{1024, 1024, 64},
-                                         tb::gemm_shape{256, 256, 8192}, tb::gemm_shape{200, 300, 72},
-                                         tb::gemm_shape{7, 9, 8}, tb::gemm_shape{129, 257, 136},
-                                         tb::gemm_shape{64, 4096, 4096}, tb::gemm_shape{384, 128, 64},
-                                         tb::gemm_shape{3000, 5000, 2000}, tb::gemm_shape{8192, 8192, 8192})),
+                       ::testing::ValuesIn(kLargeTileShapes)),
     ws_param_name);
 
 INSTANTIATE_TEST_SUITE_P(
@@ -274,11 +276,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(ts::schedule::cooperative),
                        ::testing::Values(tb::tile_shape{256, 128, 64}, tb::tile_shape{256, 192, 64}),
                        ::testing::Values(2, 3),
-                       ::testing::Values(tb::gemm_shape{128, 128, 64}, tb::gemm_shape{1024, 1024, 64},
-                                         tb::gemm_shape{256, 256, 8192}, tb::gemm_shape{200, 300, 72},
-                                         tb::gemm_shape{7, 9, 8}, tb::gemm_shape{129, 257, 136},
-                                         tb::gemm_shape{64, 4096, 4096}, tb::gemm_shape{384, 128, 64},
-                                         tb::gemm_shape{3000, 5000, 2000}, tb::gemm_shape{8192, 8192, 8192})),
+                       ::testing::ValuesIn(kLargeTileShapes)),
     ws_param_name);
 
 INSTANTIATE_TEST_SUITE_P(
