@@ -113,17 +113,26 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
   //     fills the idle SMs: runs 45-46, 128x192, stream-K plan vs whole tiles: 4096^3 (704 tiles,
   //     0.89) 738.8 vs 652.5 TF/s, 4000^3 (672, 0.85) 660.2 vs 598.1; 2048^3 (176, 0.67) 506.5 vs
   //     505.3 about equal; 3000x5000x2000 (648, 0.98) keeps whole tiles, 657.5 vs 650.7.
+  //     A grid of less than one wave (but at least half the GPU) has no last wave to fill: with
+  //     <= 32 k-iterations whole tiles win there too. Run 62 (TF/s, whole tiles vs what R5 gave,
+  //     cooperative with the stream-K plan): 512x4096x1024 (88 tiles of 128x192, 16 iterations)
+  //     348.5 vs 322.7, 1024x2048x512 (88, 8) 245.0 vs 214.5, 384x8192x2048 (129, 32) 613.0 vs
+  //     585.2; 192x128 alike; pingpong's whole tiles 0.1-1.2% ahead of cooperative's.
   const std::int64_t sms = 2 * kHalfTheGpu;
+  const bool underOneWave = tiles >= 0 && tiles < sms;
   const bool fullLastWave = tiles < 0 || tiles * 10 >= (tiles + sms - 1) / sms * sms * 9;
   const bool fewWaves = tiles >= kHalfTheGpu && tiles <= 8 * sms;
-  const bool shortK = kIterations >= 0 && fullLastWave &&
-                      ((kIterations <= 32 && (tiles < 0 || tiles >= kHalfTheGpu)) || (kIterations <= 64 && fewWaves));
+  const bool shortK =
+      kIterations >= 0 &&
+      ((kIterations <= 32 && (tiles < 0 || tiles >= kHalfTheGpu) && (fullLastWave || underOneWave)) ||
+       (kIterations <= 64 && fewWaves && fullLastWave));
   auto shortKWhy = [&](const char* schedule) {
     return std::string("R3: ") + schedule + ", whole tiles: " + std::to_string(kIterations) +
            " k-iterations per tile on " +
            (tiles < 0 ? std::string("a grid of unknown size") : std::to_string(tiles) + " tiles") +
            " (<= 32 iterations on >= 66 tiles, or <= 64 on 66..1056 tiles, whole tiles filling their last "
-           "wave to >= 90%; runs 30-31: 2048^3, 3000x5000x2000, 4000^3, 16384x8192x1024 faster with whole tiles)";
+           "wave to >= 90% or, with <= 32, a grid of less than one wave; runs 30-31, 62: 2048^3, "
+           "3000x5000x2000, 4000^3, 16384x8192x1024, 512x4096x1024 faster with whole tiles)";
   };
   // R5. A pingpong tile of more than 128 registers per thread (128x192, 192x128) on a grid of
   //     less than one wave (fewer tiles than the GPU's 132 SMs): cooperative with the stream-K
@@ -136,10 +145,12 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
   //     TF/s, cooperative vs pingpong: 128x8192x8192 (43 tiles) 356.7 vs 275.5 and 352.1 vs
   //     274.0; 256x8192x8192 (86 tiles) 517.3 vs 452.7. 128x128 keeps pingpong: the two measured
   //     equal there (128x8192x8192, 64 tiles: 374.5 vs 375.7; 256x8192x8192, 128 tiles: 616.9
-  //     vs 618.5; run 30: 375.2 vs 374.6). R5 comes before R3: with short K on such a grid the
-  //     kernel's plan may keep whole tiles, each then on both consumers of its CTA rather than
-  //     one (unmeasured there).
-  if (pingpong && wholeTileRegisters(g.bm, accN) > 128 && g.dots <= 1 && tiles >= 0 && tiles < sms) {
+  //     vs 618.5; run 30: 375.2 vs 374.6). Not where K gives <= 32 k-iterations on at least
+  //     half the GPU: there R3's whole tiles on pingpong are ahead (run 62).
+  const bool shortKUnderOneWave =
+      underOneWave && tiles >= kHalfTheGpu && kIterations >= 0 && kIterations <= 32;
+  if (pingpong && wholeTileRegisters(g.bm, accN) > 128 && g.dots <= 1 && underOneWave &&
+      !shortKUnderOneWave) {
     c.schedule = tessel::schedule::cooperative;
     c.decomposition = decomposition(tessel::decomposition::automatic);
     explain(5, [&] { return std::string("R5: cooperative with the stream-K plan: " + std::to_string(tiles) +

@@ -82,7 +82,16 @@ TEST(AutoSchedule, SquareTilesArePingpongWholeTilesForShortK) {
   EXPECT_EQ(pick(gemm(128, 192), 8192, 43), "cooperative");   // 128x8192x8192
   EXPECT_EQ(pick(gemm(128, 192), 8192, 86), "cooperative");   // 256x8192x8192
   EXPECT_EQ(pick(gemm(128, 192), 8192, 132), "pingpong");
-  EXPECT_EQ(pick(gemm(128, 192), 1024, 131), "cooperative");  // before R3
+  EXPECT_EQ(pick(gemm(128, 192), 2048, 65), "cooperative");   // short K under half the GPU
+  // ... but not where R3 takes whole tiles: short K on a grid of at least half the GPU and less
+  // than one wave (run 62: whole tiles 4.5-12.5% ahead of R5's choice, pingpong's ahead).
+  EXPECT_EQ(pick(gemm(128, 192), 1024, 131), "pingpong-dp");
+  EXPECT_EQ(pick(gemm(128, 192), 1024, 88), "pingpong-dp");   // 512x4096x1024
+  EXPECT_EQ(pick(gemm(128, 192), 512, 88), "pingpong-dp");    // 1024x2048x512
+  EXPECT_EQ(pick(gemm(128, 192), 2048, 129), "pingpong-dp");  // 384x8192x2048
+  EXPECT_EQ(pick(gemm(192, 128), 1024, 96), "pingpong-dp");   // 512x4096x1024
+  EXPECT_EQ(pick(gemm(128, 192), 4096, 129), "cooperative");  // 64 iterations: R5
+  EXPECT_EQ(pick(gemm(128, 128), 1024, 88), "pingpong-dp");   // R3 likewise for 128x128
   EXPECT_EQ(pick(gemm(128, 128), 8192, 128), "pingpong");
   // R3 only where whole tiles fill their last wave to >= 90% (runs 45-46, 128x192): 4096^3 (704
   // tiles, 0.89) and 4000^3 (672, 0.85) keep the stream-K plan; 16384x8192x1024 (5504, 0.99) whole.
@@ -93,7 +102,8 @@ TEST(AutoSchedule, SquareTilesArePingpongWholeTilesForShortK) {
   EXPECT_EQ(pick(gemm(128, 192), 1024, 5504), "pingpong-dp");
   EXPECT_EQ(pick(gemm(128, 128), 2000, 960), "pingpong-dp");        // 3000x5000x2000: 0.909
   EXPECT_EQ(pick(gemm(128, 256), 2000, 480), "cooperative-dp");     // 0.909
-  EXPECT_EQ(pick(gemm(128, 128), 1024, 80), "pingpong");            // 80 of 132 SMs: 0.61
+  EXPECT_EQ(pick(gemm(128, 128), 4096, 80), "pingpong");            // 64 iterations on 80 of 132 SMs
+  EXPECT_EQ(pick(gemm(128, 128), 1024, 80), "pingpong-dp");         // 16: less than one wave (run 62)
 }
 
 TEST(AutoSchedule, DualGemmsHoldTwoAccumulators) {
