@@ -136,16 +136,15 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
   };
   // R5. A pingpong tile of more than 128 registers per thread (128x192, 192x128) on a grid of
   //     less than one wave (fewer tiles than the GPU's 132 SMs): cooperative with the stream-K
-  //     plan. (192x128, run 57: 128x8192x8192, 64 tiles, cooperative 276.2 vs pingpong 243.6
-  //     TF/s; pingpong ahead on 6 of the 10 default shapes, 8192^3 711.6 vs 697.2, equal on
-  //     3000x5000x2000; cooperative ahead at 2048^3, 546.8 vs 500.6, 176 tiles, as 128x192 is
-  //     in run 45, and 4096x4096x14336 by 0.8%.) Such a plan
-  //     gives each CTA one or two parts of about a tile's k-iterations, and pingpong runs a
-  //     CTA's parts on alternating consumers; cooperative puts both on each part. Runs 46-47,
-  //     TF/s, cooperative vs pingpong: 128x8192x8192 (43 tiles) 356.7 vs 275.5 and 352.1 vs
-  //     274.0; 256x8192x8192 (86 tiles) 517.3 vs 452.7. 128x128 keeps pingpong: the two measured
-  //     equal there (128x8192x8192, 64 tiles: 374.5 vs 375.7; 256x8192x8192, 128 tiles: 616.9
-  //     vs 618.5; run 30: 375.2 vs 374.6). Not where K gives <= 32 k-iterations on at least
+  //     plan. Such a plan gives each CTA one or two parts of about a tile's k-iterations, and
+  //     pingpong runs a CTA's parts on alternating consumers; cooperative puts both on each
+  //     part. Runs 46-47, TF/s, cooperative vs pingpong, 128x192: 128x8192x8192 (43 tiles)
+  //     356.7 vs 275.5 and 352.1 vs 274.0; 256x8192x8192 (86 tiles) 517.3 vs 452.7. Run 57,
+  //     192x128: 128x8192x8192 (64 tiles) 276.2 vs 243.6 (elsewhere pingpong is ahead on 6 of
+  //     the 10 default shapes, equal on 3000x5000x2000, behind at 2048^3, 176 tiles, 546.8 vs
+  //     500.6, as 128x192 is in run 45, and on 4096x4096x14336 by 0.8%). 128x128 keeps
+  //     pingpong: the two measured equal there (128x8192x8192, 64 tiles: 374.5 vs 375.7;
+  //     256x8192x8192, 128 tiles: 616.9 vs 618.5; run 30: 375.2 vs 374.6). Not where K gives <= 32 k-iterations on at least
   //     half the GPU: there R3's whole tiles on pingpong are ahead (run 62).
   const bool shortKUnderOneWave =
       underOneWave && tiles >= kHalfTheGpu && kIterations >= 0 && kIterations <= 32;
