@@ -146,10 +146,9 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
   //     pingpong: the two measured equal there (128x8192x8192, 64 tiles: 374.5 vs 375.7;
   //     256x8192x8192, 128 tiles: 616.9 vs 618.5; run 30: 375.2 vs 374.6). Not where K gives <= 32 k-iterations on at least
   //     half the GPU: there R3's whole tiles on pingpong are ahead (run 62).
-  const bool shortKUnderOneWave =
-      underOneWave && tiles >= kHalfTheGpu && kIterations >= 0 && kIterations <= 32;
+  //     (R3's own <= 64 case on a nearly full single wave is left to R5: unmeasured there.)
   if (pingpong && wholeTileRegisters(g.bm, accN) > 128 && g.dots <= 1 && underOneWave &&
-      !shortKUnderOneWave) {
+      !(shortK && kIterations <= 32)) {
     c.schedule = tessel::schedule::cooperative;
     c.decomposition = decomposition(tessel::decomposition::automatic);
     explain(5, [&] { return std::string("R5: cooperative with the stream-K plan: " + std::to_string(tiles) +

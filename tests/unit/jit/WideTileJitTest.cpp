@@ -47,6 +47,22 @@ ts::kernel jitOf(const ts::options& o) {
   return ts::jit(K{}, o);
 }
 
+/// Compiles every case with `schedule`, checks the plan it got and that ptxas spilled at most the
+/// case's bound.
+template <size_t N>
+void expectCompiledWithin(const Case (&cases)[N], ts::schedule schedule, const std::string& plan) {
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ts::kernel k = c.jit({.schedule = schedule});
+    EXPECT_THAT(k.stage("select-schedule"), ::testing::HasSubstr(plan));
+    const std::string log = k.stage("ptxas.log");
+    const int spills = spillStores(log);
+    std::printf("  %-22s %3d bytes of spill stores\n", c.name, spills);
+    EXPECT_GE(spills, 0) << log;
+    EXPECT_LE(spills, c.maxSpillBytes) << log;
+  }
+}
+
 class WideTileJit : public ::testing::Test {
 protected:
   tessel_test::scoped_env fresh{"TESSEL_DISABLE_CACHE", "1"};
@@ -62,16 +78,7 @@ TEST_F(WideTileJit, EveryFusedExampleCompilesWithPingpong128x192) {
       {"gemm_alpha_beta", jitOf<examples::gemm_alpha_beta<128, 192>>, 192},
       {"gemm_residual", jitOf<examples::gemm_residual<128, 192>>, 192},
   };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.name);
-    ts::kernel k = c.jit({.schedule = ts::schedule::pingpong});
-    EXPECT_THAT(k.stage("select-schedule"), ::testing::HasSubstr("kind = pingpong, tile = [128, 192, 64]"));
-    const std::string log = k.stage("ptxas.log");
-    const int spills = spillStores(log);
-    std::printf("  %-22s %3d bytes of spill stores\n", c.name, spills);
-    EXPECT_GE(spills, 0) << log;
-    EXPECT_LE(spills, c.maxSpillBytes) << log;
-  }
+  expectCompiledWithin(cases, ts::schedule::pingpong, "kind = pingpong, tile = [128, 192, 64]");
 }
 
 // Cooperative 256x192: two consumers of 128 rows, the same 192 registers per thread as pingpong
@@ -88,17 +95,8 @@ TEST_F(WideTileJit, EveryFusedExampleCompilesWithCooperative256x192) {
       {"gemm_alpha_beta", jitOf<examples::gemm_alpha_beta<256, 192>>, 448},
       {"gemm_residual", jitOf<examples::gemm_residual<256, 192>>, 448},
   };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.name);
-    ts::kernel k = c.jit({.schedule = ts::schedule::cooperative});
-    EXPECT_THAT(k.stage("select-schedule"),
-                ::testing::HasSubstr("kind = cooperative, tile = [256, 192, 64], stages = 3, warpgroups = 2"));
-    const std::string log = k.stage("ptxas.log");
-    const int spills = spillStores(log);
-    std::printf("  %-22s %3d bytes of spill stores\n", c.name, spills);
-    EXPECT_GE(spills, 0) << log;
-    EXPECT_LE(spills, c.maxSpillBytes) << log;
-  }
+  expectCompiledWithin(cases, ts::schedule::cooperative,
+                       "kind = cooperative, tile = [256, 192, 64], stages = 3, warpgroups = 2");
 }
 
 TEST_F(WideTileJit, WholeTilesSpillNothingInThePlainAndGeluKernels) {
