@@ -193,6 +193,10 @@ public:
       return builder.getI1Type();
     case ::tessel::dtype::index:
       return builder.getIndexType();
+    case ::tessel::dtype::f8e4m3:
+      return builder.getType<Float8E4M3FNType>();
+    case ::tessel::dtype::f8e5m2:
+      return builder.getType<Float8E5M2Type>();
     }
     return Type();
   }
@@ -460,7 +464,7 @@ value arg_tensor(dtype t, int rank, loc l) {
   if (rank < 1 || rank > 3)
     s.fail(l, "a kernel tensor has rank 1, 2 or 3, got " + std::to_string(rank));
   if (t == dtype::i1 || t == dtype::index)
-    s.fail(l, "a kernel tensor holds f16, bf16, f32 or i32");
+    s.fail(l, "a kernel tensor holds f16, bf16, f32, i32, f8e4m3 or f8e5m2");
   Location where = s.loc(l);
   if (!s.haveArgumentLoc) {
     s.func->setLoc(FusedLoc::get(s.context.get(), {s.func.getLoc(), where}));

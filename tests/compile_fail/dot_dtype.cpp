@@ -1,4 +1,4 @@
-// expect: dot: the operands must be f16 or bf16 tiles
+// expect: dot: the operands must be f16, bf16, f8e4m3 or f8e5m2 tiles
 #include <tessel/tessel.hpp>
 namespace ts = tessel;
 using namespace ts::literals;

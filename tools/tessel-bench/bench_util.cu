@@ -160,6 +160,50 @@ std::uint16_t float_to_bf16(float f) {
   return std::uint16_t(u >> 16);
 }
 
+// ---- fp8 on the host --------------------------------------------------------------------------------
+
+double fp8_to_double(std::uint8_t bits, fp8_kind k) {
+  const double sign = (bits & 0x80u) ? -1.0 : 1.0;
+  const int mbits = k == fp8_kind::e4m3 ? 3 : 2, bias = k == fp8_kind::e4m3 ? 7 : 15;
+  const int emax = k == fp8_kind::e4m3 ? 15 : 31;
+  const int exp = (bits & 0x7f) >> mbits, mant = bits & ((1 << mbits) - 1);
+  if (k == fp8_kind::e4m3 && exp == emax && mant == (1 << mbits) - 1) return std::nan("");
+  if (k == fp8_kind::e5m2 && exp == emax) return mant ? std::nan("") : sign * HUGE_VAL;
+  if (exp == 0) return sign * std::ldexp(double(mant), 1 - bias - mbits);  // subnormal
+  return sign * std::ldexp(double((1 << mbits) + mant), exp - bias - mbits);
+}
+
+std::uint8_t double_to_fp8(double v, fp8_kind k) {
+  if (std::isnan(v)) return 0x7f;
+  // The nearest of the 127 finite non-negative codes (ties to the even code), by search: slow and
+  // obviously right, for references only.
+  const double a = std::fabs(v);
+  // Saturation first: far past the largest finite value, |x - a| no longer tells codes apart.
+  const int max_code = k == fp8_kind::e4m3 ? 0x7e : 0x7b;
+  if (a >= fp8_to_double(std::uint8_t(max_code), k)) return std::uint8_t(max_code | (v < 0 ? 0x80 : 0));
+  int best = 0;
+  double best_d = HUGE_VAL;
+  for (int c = 0; c < 0x80; ++c) {
+    const double x = fp8_to_double(std::uint8_t(c), k);
+    if (!std::isfinite(x)) continue;
+    const double d = std::fabs(x - a);
+    if (d < best_d || (d == best_d && (c & 1) == 0)) best = c, best_d = d;
+  }
+  return std::uint8_t(best | (v < 0 ? 0x80 : 0));
+}
+
+std::vector<std::uint8_t> random_fp8(std::size_t n, std::uint64_t seed, fp8_kind k) {
+  std::vector<std::uint8_t> out(n);
+  const int mbits = k == fp8_kind::e4m3 ? 3 : 2, bias = k == fp8_kind::e4m3 ? 7 : 15;
+  std::uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (std::size_t i = 0; i < n; ++i) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;  // xorshift64
+    const int exp = bias - 3 + int((s >> 8) % 5), mant = int(s >> 16) & ((1 << mbits) - 1);
+    out[i] = std::uint8_t(((s >> 24) & 1 ? 0x80 : 0) | (exp << mbits) | mant);
+  }
+  return out;
+}
+
 // ---- kernels ---------------------------------------------------------------------------------
 
 namespace {
@@ -496,10 +540,10 @@ lt_context::~lt_context() {
 }
 
 lt_gemm::lt_gemm(lt_context& ctx, std::int64_t M, std::int64_t N, std::int64_t K, out_type out, epilogue ep,
-                 const void* bias, int max_algos, gemm_layout layout)
+                 const void* bias, int max_algos, gemm_layout layout, in_type in)
     : ctx_(ctx) {
   try {
-    init(M, N, K, out, ep, bias, max_algos, layout);
+    init(M, N, K, out, ep, bias, max_algos, layout, in);
   } catch (...) {
     destroy();
     throw;
@@ -515,8 +559,11 @@ gemm_layout gemm_layout::parse(const std::string& s) {
 }
 
 void lt_gemm::init(std::int64_t M, std::int64_t N, std::int64_t K, out_type out, epilogue ep, const void* bias,
-                   int max_algos, gemm_layout layout) {
+                   int max_algos, gemm_layout layout, in_type in) {
   if (M <= 0 || N <= 0 || K <= 0) throw std::invalid_argument("lt_gemm: empty problem");
+  if (in == in_type::e4m3 && !(layout == gemm_layout{}))
+    throw std::invalid_argument("lt_gemm: cuBLASLt takes fp8 operands in the TN layout only");
+  const cudaDataType_t operand = in == in_type::e4m3 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
   if (ep != epilogue::none && !bias) throw std::invalid_argument("lt_gemm: a bias epilogue needs a bias pointer");
   cublasLtMatmulDesc_t op = nullptr;
   TB_LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -537,15 +584,15 @@ void lt_gemm::init(std::int64_t M, std::int64_t N, std::int64_t K, out_type out,
   cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
   // cuBLASLt A := our B buffer, K x N column-major (ld K), op T (TN layout).
   if (layout.b_k_contiguous)
-    TB_LT(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, std::uint64_t(K), std::uint64_t(N), K));
+    TB_LT(cublasLtMatrixLayoutCreate(&la, operand, std::uint64_t(K), std::uint64_t(N), K));
   else
-    TB_LT(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, std::uint64_t(N), std::uint64_t(K), N));
+    TB_LT(cublasLtMatrixLayoutCreate(&la, operand, std::uint64_t(N), std::uint64_t(K), N));
   a_ = la;
   // cuBLASLt B := our A buffer, K x M column-major (ld K), op N (TN layout).
   if (layout.a_k_contiguous)
-    TB_LT(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, std::uint64_t(K), std::uint64_t(M), K));
+    TB_LT(cublasLtMatrixLayoutCreate(&lb, operand, std::uint64_t(K), std::uint64_t(M), K));
   else
-    TB_LT(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, std::uint64_t(M), std::uint64_t(K), M));
+    TB_LT(cublasLtMatrixLayoutCreate(&lb, operand, std::uint64_t(M), std::uint64_t(K), M));
   b_ = lb;
   // D := our C buffer, N x M column-major (ld N).
   TB_LT(cublasLtMatrixLayoutCreate(&ld, out == out_type::bf16 ? CUDA_R_16BF : CUDA_R_32F, std::uint64_t(N),
@@ -655,7 +702,8 @@ std::string guard_report::str() const {
 }
 
 guarded_output::guarded_output(const guarded_layout& l) : l_(l) {
-  if (l.elt_bytes != 2 && l.elt_bytes != 4) throw std::invalid_argument("guarded_output: elements of 2 or 4 bytes");
+  if (l.elt_bytes != 1 && l.elt_bytes != 2 && l.elt_bytes != 4)
+    throw std::invalid_argument("guarded_output: elements of 1, 2 or 4 bytes");
   if (l.batch < 1 || l.rows < 1 || l.cols < 1 || l.front < 0 || l.back < 0 || l.batch_stride < 0 ||
       l.row_stride < 0 || l.col_stride < 0)
     throw std::invalid_argument("guarded_output: empty output or negative stride");
@@ -728,7 +776,8 @@ guard_report guarded_output::check(cudaStream_t stream) {
     std::memcpy(&w, &host_[std::size_t(e) * eb], eb);
     return w;
   };
-  const std::uint32_t sentinel = eb == 2 ? 0xA5A5u : 0xA5A5A5A5u, poison = eb == 2 ? 0xFFFFu : 0xFFFFFFFFu;
+  // (0xFF.. is NaN in every float type here: f32, f16, bf16, e4m3, e5m2.)
+  const std::uint32_t sentinel = 0xA5A5A5A5u >> (32 - 8 * eb), poison = 0xFFFFFFFFu >> (32 - 8 * eb);
   guard_report g;
   std::string outside, unwritten;
   char hex[16];

@@ -100,6 +100,18 @@ private:
 float bf16_to_float(std::uint16_t h);
 std::uint16_t float_to_bf16(float f);  ///< round to nearest even; NaN stays NaN
 
+// ---- fp8 on the host --------------------------------------------------------------------------------
+
+/// OCP E4M3FN (bias 7, no infinities, S.1111.111 NaN; what ts::f8e4m3 is) and E5M2 (ts::f8e5m2).
+enum class fp8_kind { e4m3, e5m2 };
+double fp8_to_double(std::uint8_t bits, fp8_kind k);
+/// Round to nearest even with saturation to the largest finite value of the sign (PTX
+/// cvt.rn.satfinite: +-448 for e4m3, +-57344 for e5m2); NaN stays NaN.
+std::uint8_t double_to_fp8(double v, fp8_kind k);
+/// n random fp8 codes with magnitudes in [1/8, 4) (exponents -3..1, any mantissa), random sign:
+/// never zero, NaN or Inf, and a K-long dot product of them stays far from e4m3's range.
+std::vector<std::uint8_t> random_fp8(std::size_t n, std::uint64_t seed, fp8_kind k);
+
 // ---- fill, poison, compare (all on the GPU, on `stream`) ---------------------------------
 
 /// n bf16 values uniform in (lo, hi), from a counter-based hash of (seed, index): deterministic,
@@ -166,7 +178,7 @@ std::vector<std::uint16_t> to_host_bf16(const void* p, std::size_t n);
 struct guarded_layout {
   std::int64_t batch = 1, rows = 0, cols = 0;
   std::int64_t batch_stride = 0, row_stride = 0, col_stride = 1;
-  int elt_bytes = 2;  ///< 2 (bf16, f16) or 4 (f32)
+  int elt_bytes = 2;  ///< 1 (fp8), 2 (bf16, f16) or 4 (f32)
   std::int64_t front = 0, back = 0;
 };
 
@@ -222,6 +234,9 @@ private:
 // ---- cuBLASLt reference --------------------------------------------------------------------------
 
 enum class out_type { bf16, f32 };
+/// The operand type of A and B: bf16, or fp8 e4m3 (cuBLASLt's CUDA_R_8F_E4M3, "TN" layout only,
+/// unscaled: no A/B/D scale pointers).
+enum class in_type { bf16, e4m3 };
 /// The fused epilogues compared with cuBLASLt's: none, relu(. + bias[n]) (CUBLASLT_EPILOGUE_RELU_BIAS)
 /// and gelu(. + bias[n]), tanh form (CUBLASLT_EPILOGUE_GELU_BIAS).
 enum class epilogue { none, bias_relu, bias_gelu };
@@ -279,7 +294,8 @@ public:
   /// Asks cuBLASLt's heuristic for up to `max_algos` algorithms (the first is the default).
   /// For epilogue::bias_relu, `bias` is the device bias pointer used by every run.
   lt_gemm(lt_context& ctx, std::int64_t M, std::int64_t N, std::int64_t K, out_type out,
-          epilogue ep = epilogue::none, const void* bias = nullptr, int max_algos = 1, gemm_layout layout = {});
+          epilogue ep = epilogue::none, const void* bias = nullptr, int max_algos = 1, gemm_layout layout = {},
+          in_type in = in_type::bf16);
   ~lt_gemm();
   lt_gemm(const lt_gemm&) = delete;
   lt_gemm& operator=(const lt_gemm&) = delete;
@@ -299,7 +315,7 @@ public:
 
 private:
   void init(std::int64_t M, std::int64_t N, std::int64_t K, out_type out, epilogue ep, const void* bias, int max_algos,
-            gemm_layout layout);
+            gemm_layout layout, in_type in);
   void destroy() noexcept;
   lt_context& ctx_;
   void* op_ = nullptr;                  // cublasLtMatmulDesc_t

@@ -132,6 +132,8 @@ private:
   if (t.isBF16()) return ::tessel::dtype::bf16;
   if (t.isF32()) return ::tessel::dtype::f32;
   if (t.isInteger(1)) return ::tessel::dtype::i1;
+  if (isa<Float8E4M3FNType>(t)) return ::tessel::dtype::f8e4m3;
+  if (isa<Float8E5M2Type>(t)) return ::tessel::dtype::f8e5m2;
   return ::tessel::dtype::i32;
 }
 

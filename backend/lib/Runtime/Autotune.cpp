@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -129,6 +130,18 @@ float halfToFloat(std::uint16_t h) {
   return f;
 }
 
+float f8e5m2ToFloat(std::uint8_t b) { return halfToFloat(std::uint16_t(b) << 8); }
+
+float f8e4m3ToFloat(std::uint8_t b) {
+  const float sign = (b & 0x80u) ? -1.0f : 1.0f;
+  const int exp = (b >> 3) & 0xf, mant = b & 0x7;
+  if (exp == 0xf && mant == 0x7)
+    return std::numeric_limits<float>::quiet_NaN();
+  if (exp == 0)  // subnormal: mant / 8 * 2^-6
+    return sign * std::ldexp(float(mant), -9);
+  return sign * std::ldexp(float(8 + mant), exp - 7 - 3);
+}
+
 float bf16ToFloat(std::uint16_t h) {
   const std::uint32_t bits = std::uint32_t(h) << 16;
   float f;
@@ -162,6 +175,10 @@ double elementAt(const TuneOutput& o, std::size_t i) {
     std::memcpy(&v, p + 4 * i, 4);
     return v;
   }
+  case dtype::f8e4m3:
+    return f8e4m3ToFloat(std::uint8_t(p[i]));
+  case dtype::f8e5m2:
+    return f8e5m2ToFloat(std::uint8_t(p[i]));
   default:
     return 0;
   }

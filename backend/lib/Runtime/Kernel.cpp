@@ -528,6 +528,11 @@ CUtensorMapDataType tmaDataType(dtype t) {
     return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
   case dtype::i32:
     return CU_TENSOR_MAP_DATA_TYPE_INT32;
+  // fp8 has no TMA data type of its own: bytes (the swizzle and the box are
+  // in bytes, and TMA never converts).
+  case dtype::f8e4m3:
+  case dtype::f8e5m2:
+    return CU_TENSOR_MAP_DATA_TYPE_UINT8;
   default:
     break;
   }

@@ -29,6 +29,8 @@ std::size_t elementSize(dtype t) {
   case dtype::i32:
     return 4;
   case dtype::i1:
+  case dtype::f8e4m3:
+  case dtype::f8e5m2:
     return 1;
   case dtype::index:
     return 8;
@@ -50,6 +52,10 @@ const char* dtypeName(dtype t) {
     return "i1";
   case dtype::index:
     return "index";
+  case dtype::f8e4m3:
+    return "f8e4m3";
+  case dtype::f8e5m2:
+    return "f8e5m2";
   }
   return "?";
 }
@@ -63,7 +69,8 @@ constexpr std::int64_t kMaxDim = (std::int64_t(1) << 31) - 1;
 constexpr std::int64_t kTmaMaxStrideBytes = std::int64_t(1) << 40;
 
 bool tmaCapable(dtype t) {
-  return t == dtype::f16 || t == dtype::bf16 || t == dtype::f32 || t == dtype::i32;
+  return t == dtype::f16 || t == dtype::bf16 || t == dtype::f32 || t == dtype::i32 ||
+         t == dtype::f8e4m3 || t == dtype::f8e5m2;
 }
 
 std::string hexAddress(const void* p) {

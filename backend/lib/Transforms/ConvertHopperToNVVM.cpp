@@ -62,7 +62,14 @@ struct WgmmaToNVVM : OpRewritePattern<hopper::WgmmaOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(hopper::WgmmaOp op, PatternRewriter &b) const override {
     MLIRContext *ctx = op.getContext();
-    auto type = op.getType() == "bf16" ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+    auto wgmmaType = [](StringRef t) {
+      return t == "bf16"   ? NVVM::WGMMATypes::bf16
+             : t == "e4m3" ? NVVM::WGMMATypes::e4m3
+             : t == "e5m2" ? NVVM::WGMMATypes::e5m2
+                           : NVVM::WGMMATypes::f16;
+    };
+    auto type = wgmmaType(op.getType());
+    auto typeB = wgmmaType(op.getTypeB().value_or(op.getType()));
     ArrayRef<int64_t> shape = op.getShape();
     // imm-trans-a = 1 for an M-major A (layout col), imm-trans-b = 1 for an
     // N-major B (layout row).
@@ -71,7 +78,7 @@ struct WgmmaToNVVM : OpRewritePattern<hopper::WgmmaOp> {
     b.replaceOpWithNewOp<NVVM::WgmmaMmaAsyncOp>(
         op, op.getAcc().getType(), op.getAcc(), op.getDescA(), op.getDescB(),
         NVVM::MMAShapeAttr::get(ctx, shape[0], shape[1], shape[2]), NVVM::WGMMATypesAttr::get(ctx, type),
-        NVVM::WGMMATypesAttr::get(ctx, type), NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
+        NVVM::WGMMATypesAttr::get(ctx, typeB), NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
         NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one),
         NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
         NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one), NVVM::MMALayoutAttr::get(ctx, layoutA),

@@ -406,8 +406,35 @@ FailureOr<Value> KernelBuilder::element(Value v, ArrayRef<Value> coords) {
       return failure();
     Type from = (*in).getType();
     Type to = cast.getType().getElementType();
-    if (from == to)
+    Type fromTessel = cast.getSrc().getType().getElementType();
+    if (fromTessel == to)
       return *in;
+    // fp8 elements are i8 bits here (LLVM has no fp8 type). Both directions
+    // go through f32, which holds every fp8, f16 and bf16 value exactly, so
+    // each conversion rounds once:
+    //   fp8 -> f32:  cvt.rn.f16x2.{e4m3,e5m2}x2 (exact), cvt.f32.f16 (exact)
+    //   f32 -> fp8:  cvt.rn.satfinite.{e4m3,e5m2}x2.f32, round to nearest
+    //                even, out-of-range values to the largest finite value of
+    //                the sign (+-448, +-57344), NaN to NaN.
+    if (isFp8(fromTessel)) {
+      StringRef kind = isa<Float8E4M3FNType>(fromTessel) ? "e4m3x2" : "e5m2x2";
+      Value f = ptx(("{\n.reg .b32 h2;\n.reg .b16 lo, hi;\ncvt.rn.f16x2." + kind +
+                     " h2, $1;\nmov.b32 {lo, hi}, h2;\ncvt.f32.f16 $0, lo;\n}")
+                        .str(),
+                    "=f,h", {b.create<arith::ExtUIOp>(loc, b.getI16Type(), *in)}, b.getF32Type());
+      if (to.isF32())
+        return f;
+      return b.create<arith::TruncFOp>(loc, to, f).getResult();
+    }
+    if (isFp8(to)) {
+      Value f = from.isF32() ? *in : b.create<arith::ExtFOp>(loc, b.getF32Type(), *in).getResult();
+      StringRef kind = isa<Float8E4M3FNType>(to) ? "e4m3x2" : "e5m2x2";
+      // The pair's second element (zero) lands in the high byte.
+      Value zero = b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(0.0f));
+      Value pair = ptx(("cvt.rn.satfinite." + kind + ".f32 $0, $1, $2;").str(), "=h,f,f",
+                       {zero, f}, b.getI16Type());
+      return b.create<arith::TruncIOp>(loc, b.getI8Type(), pair).getResult();
+    }
     if (isa<FloatType>(from) && isa<FloatType>(to))
       return from.getIntOrFloatBitWidth() > to.getIntOrFloatBitWidth()
                  ? b.create<arith::TruncFOp>(loc, to, *in).getResult()
@@ -418,6 +445,15 @@ FailureOr<Value> KernelBuilder::element(Value v, ArrayRef<Value> coords) {
   }
   if (op->getDialect() == ctx->getLoadedDialect<arith::ArithDialect>() ||
       op->getDialect() == ctx->getLoadedDialect<math::MathDialect>()) {
+    auto fp8Tile = [](Type t) {
+      auto s = dyn_cast<ShapedType>(t);
+      return isFp8(s ? s.getElementType() : t);
+    };
+    if (llvm::any_of(op->getOperandTypes(), fp8Tile) || llvm::any_of(op->getResultTypes(), fp8Tile))
+      return op->emitError() << "'" << op->getName()
+                             << "' on fp8 values: fp8 tiles are storage and dot inputs; "
+                                "tessel.cast them to f32 first",
+             failure();
     SmallVector<Value> operands;
     for (Value o : op->getOperands()) {
       auto e = isa<ShapedType>(o.getType()) ? element(o, coords) : scalar(o);
@@ -569,7 +605,8 @@ LogicalResult KernelBuilder::buildSignature() {
       continue;
     }
     RefParams r;
-    r.elementType = ref.getElementType();
+    // fp8 lives in memory (and in an epilogue's values) as i8 bits.
+    r.elementType = isFp8(ref.getElementType()) ? b.getI8Type() : ref.getElementType();
     r.ptr = entry->getArgument(p++);
     for (unsigned d = 0; d < ref.getRank(); ++d)
       r.sizes.push_back(entry->getArgument(p++));
@@ -668,6 +705,7 @@ LogicalResult KernelBuilder::setupGemm() {
   BK = tile[2];
   stages = ringOp.getStages();
   elt = cast<RankedTensorType>(gemm->dot.getA().getType()).getElementType();
+  eltB = cast<RankedTensorType>(gemm->dot.getB().getType()).getElementType();
   eltBytes = elt.getIntOrFloatBitWidth() / 8;
   aBytes = BM * BK * eltBytes;
   bBytes = BN * BK * eltBytes; // every dot's B tile

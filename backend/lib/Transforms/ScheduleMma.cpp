@@ -12,8 +12,9 @@
 //     }
 //
 // The decisions:
-//   1. wgmma m64nBNk16 (f32 accumulators), BK / 16 of them per stage and row
-//      block, one commit group per stage.
+//   1. wgmma m64nBNk16 (f32 accumulators; m64nBNk32 for fp8: 32 bytes of K
+//      per instruction either way), BK / k of them per stage and row block,
+//      one commit group per stage.
 //   2. Row blocks: a warpgroup holds 64 rows of the tile (tma, cooperative,
 //      warp_specialized), 128 (cooperative with BM = 256: two consumers of
 //      two blocks), or the whole tile (pingpong: BM / 64 blocks);
@@ -74,8 +75,11 @@ LogicalResult scheduleMma(plan::ScheduledGemm &g) {
     int64_t rowBlocks = consumerRowBlocks(g.kind(), tile[0]);
     // Rule 5.
     int64_t dots = g.match.numDots();
+    // Rule 1: k = 32 bytes of operand elements.
+    Type elt = cast<RankedTensorType>(g.match.dot.getA().getType()).getElementType();
+    int64_t k = 32 / (elt.getIntOrFloatBitWidth() / 8);
     mma = b.create<hopper::MmaScheduleOp>(
-        loc, "wgmma", b.getDenseI64ArrayAttr({64, dots * tile[1], 16}), tile[2] / 16, rowBlocks,
+        loc, "wgmma", b.getDenseI64ArrayAttr({64, dots * tile[1], k}), tile[2] / k, rowBlocks,
         /*wait_depth=*/1, DenseI64ArrayAttr(), DenseI64ArrayAttr(),
         dots > 1 ? b.getI64IntegerAttr(dots) : IntegerAttr());
   }

@@ -85,6 +85,42 @@ llvm.func @wgmma(%da: i64, %db: i64, %acc: !llvm.struct<(f32, f32, f32, f32)>) {
 
 // -----
 
+// fp8: k32, B's type named when it differs from A's.
+// CHECK-LABEL: llvm.func @wgmma_fp8
+// CHECK: hopper.wgmma %arg0, %arg1, %arg2 shape [64, 8, 32] "e4m3" : !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: hopper.wgmma %arg0, %arg1, %{{.*}} shape [64, 8, 32] "e4m3", "e5m2" : !llvm.struct<(f32, f32, f32, f32)>
+llvm.func @wgmma_fp8(%da: i64, %db: i64, %acc: !llvm.struct<(f32, f32, f32, f32)>) {
+  %d = hopper.wgmma %da, %db, %acc shape [64, 8, 32] "e4m3" : !llvm.struct<(f32, f32, f32, f32)>
+  %e = hopper.wgmma %da, %db, %d shape [64, 8, 32] "e4m3", "e5m2" : !llvm.struct<(f32, f32, f32, f32)>
+  llvm.return
+}
+
+// -----
+
+llvm.func @wgmma_fp8_k16(%da: i64, %db: i64, %acc: !llvm.struct<(f32, f32, f32, f32)>) {
+  // expected-error @+1 {{'hopper.wgmma' op shape must be [64, n, 32] for e4m3 with n a multiple of 8 in [8, 256]}}
+  %d = hopper.wgmma %da, %db, %acc shape [64, 8, 16] "e4m3" : !llvm.struct<(f32, f32, f32, f32)>
+  llvm.return
+}
+
+// -----
+
+llvm.func @wgmma_fp8_mn_major(%da: i64, %db: i64, %acc: !llvm.struct<(f32, f32, f32, f32)>) {
+  // expected-error @+1 {{'hopper.wgmma' op fp8 operands are K-major only (no transpose immediates)}}
+  %d = hopper.wgmma %da, %db, %acc shape [64, 8, 32] "e5m2" b_mn_major : !llvm.struct<(f32, f32, f32, f32)>
+  llvm.return
+}
+
+// -----
+
+llvm.func @wgmma_mixed_half(%da: i64, %db: i64, %acc: !llvm.struct<(f32, f32, f32, f32)>) {
+  // expected-error @+1 {{'hopper.wgmma' op type_b pairs two fp8 types (e4m3, e5m2), got "bf16", "e4m3"}}
+  %d = hopper.wgmma %da, %db, %acc shape [64, 8, 16] "bf16", "e4m3" : !llvm.struct<(f32, f32, f32, f32)>
+  llvm.return
+}
+
+// -----
+
 llvm.func @wgmma_accumulator(%da: i64, %db: i64, %acc: !llvm.struct<(f32, f32)>) {
   // expected-error @+1 {{'hopper.wgmma' op a 64 x 8 f32 accumulator is 4 registers per thread, got 2}}
   %d = hopper.wgmma %da, %db, %acc shape [64, 8, 16] "bf16" : !llvm.struct<(f32, f32)>

@@ -38,7 +38,7 @@ func.func @dot_inner(%a: tensor<64x32xbf16>, %b: tensor<16x64xbf16>, %c: tensor<
 // -----
 
 func.func @dot_f32(%a: tensor<64x32xf32>, %b: tensor<32x64xf32>, %c: tensor<64x64xf32>) {
-  // expected-error @+1 {{inputs must be f16 or bf16, got 'f32'}}
+  // expected-error @+1 {{inputs must be f16, bf16, f8E4M3FN or f8E5M2, got 'f32'}}
   %d = tessel.dot %a, %b, %c : tensor<64x32xf32>, tensor<32x64xf32> -> tensor<64x64xf32>
   return
 }
@@ -124,5 +124,21 @@ func.func @reduce_plain_store(%y: tensor<128x256xf32>, %V: !tessel.ref<1 x f32>,
 func.func @combine_without_reduce(%v: tensor<128xf32>, %V: !tessel.ref<1 x f32>, %i: index) {
   // expected-error @+1 {{`combine` stores the result of a tessel.reduce}}
   tessel.store %v, %V[%i] {combine} : tensor<128xf32>, !tessel.ref<1 x f32>
+  return
+}
+
+// -----
+
+func.func @dot_fp8_bf16(%a: tensor<64x128xf8E4M3FN>, %b: tensor<128x64xbf16>, %c: tensor<64x64xf32>) {
+  // expected-error @+1 {{a and b must have the same element type, or both be fp8; got 'f8E4M3FN' and 'bf16'}}
+  %d = tessel.dot %a, %b, %c : tensor<64x128xf8E4M3FN>, tensor<128x64xbf16> -> tensor<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @cast_fp8_i32(%a: tensor<64x64xf8E5M2>) {
+  // expected-error @+1 {{casts between f16, bf16, f32 and i32, and between fp8 and the float types, only; got 'f8E5M2' to 'i32'}}
+  %c = tessel.cast %a : tensor<64x64xf8E5M2> -> tensor<64x64xi32>
   return
 }

@@ -72,3 +72,22 @@ func.func @reduce(%y: tensor<128x256xf32>, %h: tensor<128x256xbf16>, %V: !tessel
   tessel.store %m, %V[%i] {combine} : tensor<256xf32>, !tessel.ref<1 x f32>
   return
 }
+
+// fp8: refs, an e4m3 x e5m2 dot, casts both ways.
+// CHECK-LABEL: func.func @fp8
+// CHECK-SAME: !tessel.ref<2 x f8E4M3FN>, %{{.*}}: !tessel.ref<2 x f8E5M2>
+func.func @fp8(%A: !tessel.ref<2 x f8E4M3FN>, %B: !tessel.ref<2 x f8E5M2>) attributes {tessel.kernel} {
+  %p = tessel.program_id 0
+  %a = tessel.load %A[%p, %p] : !tessel.ref<2 x f8E4M3FN> -> tensor<64x128xf8E4M3FN>
+  %b = tessel.load %B[%p, %p] : !tessel.ref<2 x f8E5M2> -> tensor<64x128xf8E5M2>
+  %bt = tessel.trans %b : tensor<64x128xf8E5M2> -> tensor<128x64xf8E5M2>
+  %z = arith.constant dense<0.0> : tensor<64x64xf32>
+  // CHECK: tessel.dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<64x128xf8E4M3FN>, tensor<128x64xf8E5M2> -> tensor<64x64xf32>
+  %d = tessel.dot %a, %bt, %z : tensor<64x128xf8E4M3FN>, tensor<128x64xf8E5M2> -> tensor<64x64xf32>
+  // CHECK: tessel.cast %{{.*}} : tensor<64x64xf32> -> tensor<64x64xf8E4M3FN>
+  %q = tessel.cast %d : tensor<64x64xf32> -> tensor<64x64xf8E4M3FN>
+  // CHECK: tessel.cast %{{.*}} : tensor<64x64xf8E4M3FN> -> tensor<64x64xbf16>
+  %r = tessel.cast %q : tensor<64x64xf8E4M3FN> -> tensor<64x64xbf16>
+  tessel.store %q, %A[%p, %p] : tensor<64x64xf8E4M3FN>, !tessel.ref<2 x f8E4M3FN>
+  return
+}

@@ -83,6 +83,14 @@ llvm.func @wgmma(%da: i64, %db: i64, %acc: !llvm.struct<(f32, f32, f32, f32)>) -
   llvm.return %d : !llvm.struct<(f32, f32, f32, f32)>
 }
 
+// fp8: A's and B's types from `type` / `type_b`, no transpose (row A, col B).
+// CHECK-LABEL: llvm.func @wgmma_fp8
+// CHECK: nvvm.wgmma.mma_async %arg0, %arg1, %arg2, <m = 64, n = 8, k = 32>, D[<f32>, <one>], A[<e4m3>, <one>, <row>], B[<e5m2>, <one>, <col>]
+llvm.func @wgmma_fp8(%da: i64, %db: i64, %acc: !llvm.struct<(f32, f32, f32, f32)>) -> !llvm.struct<(f32, f32, f32, f32)> {
+  %d = hopper.wgmma %da, %db, %acc shape [64, 8, 32] "e4m3", "e5m2" : !llvm.struct<(f32, f32, f32, f32)>
+  llvm.return %d : !llvm.struct<(f32, f32, f32, f32)>
+}
+
 // Multistage's copies, fragment loads and MMAs (mma.sync without side effects).
 // CHECK-LABEL: llvm.func @multistage
 // CHECK: llvm.inline_asm has_side_effects "cp.async.cg.shared.global [$0+2048], [$1], 16;", "r,l,~{memory}" %arg0, %arg1

@@ -74,6 +74,26 @@ func.func @axpy(%X: !tessel.ref<1 x f32>) attributes {tessel.kernel} {
 
 // -----
 
+// fp8: BK * 1 byte must be 128 (wgmma k32 steps of a 128-byte swizzle row).
+func.func @fp8_bk64(%A: !tessel.ref<2 x f8E4M3FN>, %B: !tessel.ref<2 x f8E5M2>, %C: !tessel.ref<2 x f32>) attributes {tessel.kernel} {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %K = tessel.dim %A, 1 : !tessel.ref<2 x f8E4M3FN>
+  %zero = arith.constant dense<0.0> : tensor<128x128xf32>
+  %acc = scf.for %k = %c0 to %K step %c64 iter_args(%c = %zero) -> (tensor<128x128xf32>) {
+    %a = tessel.load %A[%c0, %k] : !tessel.ref<2 x f8E4M3FN> -> tensor<128x64xf8E4M3FN>
+    %b = tessel.load %B[%c0, %k] : !tessel.ref<2 x f8E5M2> -> tensor<128x64xf8E5M2>
+    %bt = tessel.trans %b : tensor<128x64xf8E5M2> -> tensor<64x128xf8E5M2>
+    // expected-error @+1 {{schedule 'tma' needs BK * sizeof(element) == 128 bytes (BK = 128 for 'f8E4M3FN'), got BK = 64}}
+    %d = tessel.dot %a, %bt, %c : tensor<128x64xf8E4M3FN>, tensor<64x128xf8E5M2> -> tensor<128x128xf32>
+    scf.yield %d : tensor<128x128xf32>
+  }
+  tessel.store %acc, %C[%c0, %c0] : tensor<128x128xf32>, !tessel.ref<2 x f32>
+  return
+}
+
+// -----
+
 func.func @bk32(%A: !tessel.ref<2 x bf16>, %B: !tessel.ref<2 x bf16>, %C: !tessel.ref<2 x f32>) attributes {tessel.kernel} {
   %c0 = arith.constant 0 : index
   %c32 = arith.constant 32 : index

@@ -415,6 +415,13 @@ TEST(AutotuneCheck, HalfPrecisionOutputsAreRead) {
   EXPECT_EQ(halfToFloat(0x0001), std::ldexp(1.0f, -24));  // the smallest subnormal
   EXPECT_EQ(halfToFloat(0x7c00), std::numeric_limits<float>::infinity());
   EXPECT_TRUE(std::isnan(halfToFloat(0x7e00)));
+  EXPECT_EQ(f8e4m3ToFloat(0x38), 1.0f);
+  EXPECT_EQ(f8e4m3ToFloat(0x7e), 448.0f);                   // the largest finite e4m3
+  EXPECT_EQ(f8e4m3ToFloat(0x81), -std::ldexp(1.0f, -9));    // the smallest subnormal, negative
+  EXPECT_TRUE(std::isnan(f8e4m3ToFloat(0x7f)));
+  EXPECT_EQ(f8e5m2ToFloat(0x3c), 1.0f);
+  EXPECT_EQ(f8e5m2ToFloat(0x7b), 57344.0f);                 // the largest finite e5m2
+  EXPECT_EQ(f8e5m2ToFloat(0x7c), std::numeric_limits<float>::infinity());
   TuneOutput a, b;
   a.arg = b.arg = 0;
   a.type = b.type = dtype::bf16;

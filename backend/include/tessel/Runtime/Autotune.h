@@ -93,9 +93,12 @@ using TuneOutputs = std::vector<TuneOutput>;
 /// disagreement too.
 std::optional<std::string> compareOutputs(const TuneOutputs& ref, const TuneOutputs& got, double rtol);
 
-/// IEEE half / bfloat16 bits to float (the check reads f16 and bf16 outputs with these).
+/// IEEE half / bfloat16 / fp8 bits to float (the check reads 16- and 8-bit outputs with these).
 float halfToFloat(std::uint16_t h);
 float bf16ToFloat(std::uint16_t h);
+/// OCP E4M3FN (bias 7, no infinities; S.1111.111 is NaN) and E5M2 (the top byte of an f16).
+float f8e4m3ToFloat(std::uint8_t b);
+float f8e5m2ToFloat(std::uint8_t b);
 
 //===----------------------------------------------------------------------===//
 // The tune

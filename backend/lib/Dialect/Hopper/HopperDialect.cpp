@@ -97,7 +97,7 @@ LogicalResult MmaScheduleOp::verify() {
   if (getWaitDepth() < 0 || getKSteps() < 1 || getRowBlocks() < 1)
     return emitOpError("k_steps and row_blocks must be >= 1 and wait_depth >= 0");
   if (getInstr() == "wgmma" && getShape()[0] != 64)
-    return emitOpError() << "wgmma shape must be m64nNk16, got m" << getShape()[0];
+    return emitOpError() << "wgmma shape must be m64nNk16 (k32 for fp8), got m" << getShape()[0];
   if (auto n = getAccumulators()) {
     if (*n < 1 || *n > 2 || getShape()[1] % (8 * *n) != 0)
       return emitOpError() << "accumulators must be 1 or 2, each a multiple of 8 columns of N = "
@@ -110,11 +110,20 @@ LogicalResult MmaScheduleOp::verify() {
 
 LogicalResult WgmmaOp::verify() {
   ArrayRef<int64_t> shape = getShape();
-  if (shape.size() != 3 || shape[0] != 64 || shape[2] != 16 || shape[1] < 8 || shape[1] > 256 ||
+  auto isFp8 = [](StringRef t) { return t == "e4m3" || t == "e5m2"; };
+  if (getType() != "bf16" && getType() != "f16" && !isFp8(getType()))
+    return emitOpError() << "type must be \"bf16\", \"f16\", \"e4m3\" or \"e5m2\", got \""
+                         << getType() << "\"";
+  if (auto tb = getTypeB(); tb && (!isFp8(getType()) || !isFp8(*tb)))
+    return emitOpError() << "type_b pairs two fp8 types (e4m3, e5m2), got \"" << getType()
+                         << "\", \"" << *tb << "\"";
+  const int64_t k = isFp8(getType()) ? 32 : 16;
+  if (shape.size() != 3 || shape[0] != 64 || shape[2] != k || shape[1] < 8 || shape[1] > 256 ||
       shape[1] % 8 != 0)
-    return emitOpError("shape must be [64, n, 16] with n a multiple of 8 in [8, 256]");
-  if (getType() != "bf16" && getType() != "f16")
-    return emitOpError() << "type must be \"bf16\" or \"f16\", got \"" << getType() << "\"";
+    return emitOpError() << "shape must be [64, n, " << k << "] for " << getType()
+                         << " with n a multiple of 8 in [8, 256]";
+  if (isFp8(getType()) && (getAMnMajor() || getBMnMajor()))
+    return emitOpError("fp8 operands are K-major only (no transpose immediates)");
   auto acc = cast<LLVM::LLVMStructType>(getAcc().getType());
   if (static_cast<int64_t>(acc.getBody().size()) != shape[1] / 2)
     return emitOpError() << "a 64 x " << shape[1] << " f32 accumulator is " << shape[1] / 2

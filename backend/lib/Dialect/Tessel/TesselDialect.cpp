@@ -40,7 +40,7 @@ void TesselDialect::initialize() {
 //===----------------------------------------------------------------------===//
 
 static bool isTesselElementType(Type t) {
-  return t.isF16() || t.isBF16() || t.isF32() || t.isInteger(32) || t.isInteger(1);
+  return t.isF16() || t.isBF16() || t.isF32() || t.isInteger(32) || t.isInteger(1) || isFp8(t);
 }
 
 LogicalResult RefType::verify(function_ref<InFlightDiagnostic()> emitError,
@@ -205,10 +205,13 @@ LogicalResult DotOp::verify() {
   if (c.getDimSize(0) != a.getDimSize(0) || c.getDimSize(1) != b.getDimSize(1))
     return emitOpError() << "accumulator must be " << a.getDimSize(0) << "x"
                          << b.getDimSize(1);
-  if (a.getElementType() != b.getElementType())
-    return emitOpError("a and b must have the same element type");
-  if (!a.getElementType().isF16() && !a.getElementType().isBF16())
-    return emitOpError() << "inputs must be f16 or bf16, got " << a.getElementType();
+  Type ea = a.getElementType(), eb = b.getElementType();
+  if (!isFp8(ea) && !ea.isF16() && !ea.isBF16())
+    return emitOpError() << "inputs must be f16, bf16, f8E4M3FN or f8E5M2, got " << ea;
+  // wgmma pairs e4m3 and e5m2 freely; the 16-bit types only with themselves.
+  if (ea != eb && !(isFp8(ea) && isFp8(eb)))
+    return emitOpError() << "a and b must have the same element type, or both be fp8; got " << ea
+                         << " and " << eb;
   if (!c.getElementType().isF32())
     return emitOpError("accumulator must be f32");
   return success();
@@ -257,7 +260,12 @@ LogicalResult CastOp::verify() {
   auto s = cast<RankedTensorType>(getSrc().getType()).getElementType();
   auto r = cast<RankedTensorType>(getResult().getType()).getElementType();
   auto ok = [](Type t) { return t.isF16() || t.isBF16() || t.isF32() || t.isInteger(32); };
-  if (!ok(s) || !ok(r))
-    return emitOpError() << "casts between f16, bf16, f32 and i32 only, got " << s << " to " << r;
+  // fp8 converts to and from the float types (the i32 conversions would need
+  // a saturation rule of their own).
+  auto fp8Ok = [&](Type t) { return isFp8(t) || t.isF16() || t.isBF16() || t.isF32(); };
+  if ((isFp8(s) || isFp8(r)) ? !(fp8Ok(s) && fp8Ok(r)) : !(ok(s) && ok(r)))
+    return emitOpError() << "casts between f16, bf16, f32 and i32, and between fp8 and the float "
+                            "types, only; got "
+                         << s << " to " << r;
   return success();
 }

@@ -47,7 +47,7 @@ private:
     Value ptr;                      ///< !llvm.ptr<1>
     SmallVector<Value> sizes;       ///< i64
     SmallVector<Value> strides;     ///< i64
-    Type elementType;
+    Type elementType;               ///< in memory: i8 for fp8 (LLVM has no fp8 type)
   };
   struct TmaParam {
     unsigned arg;
@@ -375,7 +375,8 @@ private:
   /// BN: the accumulator's columns, as the tensor cores compute them
   /// (numAccs x the tile's N); outBN: the tile's N, which the epilogue stores.
   int64_t BM = 0, BN = 0, BK = 0, eltBytes = 2, outBN = 0, numAccs = 1;
-  Type elt;
+  /// The dot's operand element types (equal but for an e4m3 x e5m2 dot).
+  Type elt, eltB;
   int64_t aBytes = 0, bBytes = 0, stages = 0;
   /// Shared-memory layouts of the A and B tiles (TMA-fed schedules): bLayout
   /// is B as the wgmma reads it (a dual GEMM's two B tiles side by side,

@@ -2,8 +2,9 @@
 //
 // Part of tessel-lower-to-nvvm: the `hopper.consume` step as
 // `hopper.mma_schedule "wgmma"` says it: wait for the stage's full barrier,
-// BK/16 x wgmma m64nBNk16 per 64-row block from shared-memory descriptors,
-// one commit group, `wgmma.wait_group wait_depth`.
+// BK/16 x wgmma m64nBNk16 per 64-row block from shared-memory descriptors
+// (fp8: BK/32 x m64nBNk32, the same 32 bytes of K per instruction), one
+// commit group, `wgmma.wait_group wait_depth`.
 //
 //   hopper.consume "ab"
 //   hopper.mma_schedule "wgmma" shape [64, 128, 16] k_steps 4 row_blocks 2 wait_depth 1
@@ -77,7 +78,11 @@ Value KernelBuilder::zeroAccumulator() {
 SmallVector<Value> KernelBuilder::wgmmaStage(ArrayRef<Value> accs, Value s, Value rowBlock) {
   Value bBase = smemAddr(b.create<arith::AddIOp>(
       loc, i32(bOff), b.create<arith::MulIOp>(loc, s, i32(bBytes))));
-  StringRef wgmmaType = elt.isBF16() ? "bf16" : "f16";
+  auto wgmmaType = [](Type t) -> StringRef {
+    return t.isBF16() ? "bf16" : t.isF16() ? "f16" : isa<Float8E4M3FNType>(t) ? "e4m3" : "e5m2";
+  };
+  // 32 bytes of K per instruction: k16 for 16-bit types, k32 for fp8.
+  const int64_t kInst = 32 / eltBytes;
   SmallVector<Value> out(accs);
   b.create<hopper::WgmmaFenceOp>(loc);
   for (auto [i, acc] : llvm::enumerate(out)) {
@@ -87,18 +92,20 @@ SmallVector<Value> KernelBuilder::wgmmaStage(ArrayRef<Value> accs, Value s, Valu
         loc, b.create<arith::MulIOp>(loc, s, i32(aBytes)),
         b.create<arith::MulIOp>(loc, b.create<arith::AddIOp>(loc, rowBlock, i32(i)),
                                 i32(aLayout.offset(64, 0)))));
-    for (int64_t kk = 0; kk < BK / 16; ++kk) {
-      // A k16 step: +32 B inside a K-major swizzle row, the next box of a
-      // narrower K-major row, or 16 rows further in an MN-major box.
+    for (int64_t kk = 0; kk < BK / kInst; ++kk) {
+      // A k step (32 bytes of K): +32 B inside a K-major swizzle row, the
+      // next box of a narrower K-major row, or 16 rows further in an MN-major
+      // box (16-bit types only).
       Value da = wgmmaDescriptor(
-          b, loc, b.create<arith::AddIOp>(loc, aBase, i32(aLayout.offset(0, kk * 16))),
+          b, loc, b.create<arith::AddIOp>(loc, aBase, i32(aLayout.offset(0, kk * kInst))),
           aLayout.descriptorHighBits());
       Value db = wgmmaDescriptor(
-          b, loc, b.create<arith::AddIOp>(loc, bBase, i32(bLayout.offset(0, kk * 16))),
+          b, loc, b.create<arith::AddIOp>(loc, bBase, i32(bLayout.offset(0, kk * kInst))),
           bLayout.descriptorHighBits());
       // wgmma's transpose immediates: an M-major A, an N-major B.
-      acc = b.create<hopper::WgmmaOp>(loc, da, db, acc, ArrayRef<int64_t>{64, BN, 16}, wgmmaType,
-                                      aLayout.mnMajor, bLayout.mnMajor);
+      acc = b.create<hopper::WgmmaOp>(loc, da, db, acc, ArrayRef<int64_t>{64, BN, kInst},
+                                      wgmmaType(elt), wgmmaType(eltB), aLayout.mnMajor,
+                                      bLayout.mnMajor);
     }
   }
   b.create<hopper::WgmmaCommitOp>(loc);

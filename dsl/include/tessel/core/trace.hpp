@@ -17,7 +17,8 @@
 namespace tessel {
 
 /// Element types of tiles and tensors.
-enum class dtype : std::uint8_t { f16, bf16, f32, i32, i1, index };
+// (Appended in order: the values are part of the on-disk kernel cache's keys.)
+enum class dtype : std::uint8_t { f16, bf16, f32, i32, i1, index, f8e4m3, f8e5m2 };
 
 namespace trace {
 

@@ -507,6 +507,9 @@ constexpr void check_elementwise() {
                     !std::is_same_v<typename B::dtype_type, i1>,
                 "elementwise op: masks (comparison results) cannot be used in arithmetic or "
                 "compared again; use ts::where(mask, a, b)");
+  static_assert(!is_fp8_v<typename A::dtype_type> && !is_fp8_v<typename B::dtype_type>,
+                "elementwise op: fp8 tiles are storage and dot inputs; convert with "
+                "ts::cast<ts::f32>(x) first");
   static_assert(!std::is_same_v<promote_t<typename A::dtype_type, typename B::dtype_type>, no_dtype>,
                 "elementwise op: the operand dtypes have no common dtype");
 }

@@ -58,6 +58,8 @@ auto operator-(const E& e) {
   using N = ::tessel::detail::node_t<E>;
   static_assert(N::is_shaped, "unary -: negate the 1-d tile before .row()/.col()");
   static_assert(!std::is_same_v<typename N::dtype_type, i1>, "unary -: not defined on masks");
+  static_assert(!is_fp8_v<typename N::dtype_type>,
+                "unary -: fp8 tiles are storage and dot inputs; ts::cast<ts::f32>(x) first");
   return unary<trace::unary_op::neg, N>(::tessel::detail::to_node(e), trace::loc{});
 }
 

@@ -64,7 +64,8 @@ struct adopt_t {};
 template <class T, long long... D>
 class tile : public expr::methods<tile<T, D...>> {
   static_assert(is_dtype_v<T>,
-                "tile: the element type must be ts::f16, ts::bf16, ts::f32, ts::i32 or ts::i1");
+                "tile: the element type must be ts::f16, ts::bf16, ts::f32, ts::i32, ts::i1, ts::f8e4m3 "
+                "or ts::f8e5m2");
   static_assert(sizeof...(D) >= 1 && sizeof...(D) <= 3, "tile: the rank must be 1, 2 or 3");
   static_assert(((D > 0) && ...), "tile: every extent must be positive");
 

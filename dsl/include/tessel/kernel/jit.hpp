@@ -239,7 +239,8 @@ kernel jit(const F& f, const options& opts = {},
 template <class T>
 tensor_arg view(const void* data, std::initializer_list<std::int64_t> sizes,
                 std::initializer_list<std::int64_t> strides = {}) {
-  static_assert(is_storage_dtype_v<T>, "view: the dtype must be ts::f16, ts::bf16, ts::f32 or ts::i32");
+  static_assert(is_storage_dtype_v<T>,
+                "view: the dtype must be ts::f16, ts::bf16, ts::f32, ts::i32, ts::f8e4m3 or ts::f8e5m2");
   if (sizes.size() < 1 || sizes.size() > 3)
     throw error("ts::view: a tensor has 1, 2 or 3 dimensions, got " + std::to_string(sizes.size()));
   if (strides.size() != 0 && strides.size() != sizes.size())

@@ -17,8 +17,9 @@ constexpr void check_extents() {
 }
 template <class T>
 constexpr void check_fill_dtype() {
-  static_assert(is_storage_dtype_v<T>,
-                "zeros/full: the dtype must be ts::f16, ts::bf16, ts::f32 or ts::i32");
+  static_assert(is_storage_dtype_v<T> && !is_fp8_v<T>,
+                "zeros/full: the dtype must be ts::f16, ts::bf16, ts::f32 or ts::i32 (an fp8 "
+                "tile comes from a load or a ts::cast)");
 }
 template <class T, class... E>
 auto make_full(double v, std::source_location loc) {

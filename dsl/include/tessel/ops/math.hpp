@@ -124,7 +124,12 @@ template <class T, class E>
 auto cast(const E& e, std::source_location loc = std::source_location::current()) {
   using N = detail::node_t<E>;
   static_assert(is_storage_dtype_v<T>,
-                "cast: the target dtype must be ts::f16, ts::bf16, ts::f32 or ts::i32");
+                "cast: the target dtype must be ts::f16, ts::bf16, ts::f32, ts::i32, ts::f8e4m3 or "
+                "ts::f8e5m2");
+  static_assert(!(is_fp8_v<T> || is_fp8_v<typename N::dtype_type>) ||
+                    (is_floating_v<T> || is_fp8_v<T>) &&
+                        (is_floating_v<typename N::dtype_type> || is_fp8_v<typename N::dtype_type>),
+                "cast: an fp8 tile converts to and from f16, bf16 or f32 only");
   static_assert(N::is_shaped, "cast: cast the 1-d tile before .row()/.col()");
   return expr::cast_node<T, N>(detail::to_node(e), detail::to_loc(loc));
 }

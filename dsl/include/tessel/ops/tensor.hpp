@@ -55,7 +55,8 @@ private:
 template <class T, int Rank>
 class tensor {
   static_assert(is_storage_dtype_v<T>,
-                "tensor: the element type must be ts::f16, ts::bf16, ts::f32 or ts::i32");
+                "tensor: the element type must be ts::f16, ts::bf16, ts::f32, ts::i32, ts::f8e4m3 or "
+                "ts::f8e5m2");
   static_assert(Rank >= 1 && Rank <= 3, "tensor: the rank must be 1, 2 or 3");
 
 public:

@@ -45,7 +45,7 @@ func.func @pingpong_two() {
 // -----
 
 func.func @wgmma_m64() {
-  // expected-error @+1 {{'hopper.mma_schedule' op wgmma shape must be m64nNk16, got m128}}
+  // expected-error @+1 {{'hopper.mma_schedule' op wgmma shape must be m64nNk16 (k32 for fp8), got m128}}
   hopper.mma_schedule "wgmma" shape [128, 128, 16] k_steps 4 row_blocks 1 wait_depth 1
   return
 }

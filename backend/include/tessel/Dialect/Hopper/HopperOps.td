@@ -338,33 +338,40 @@ def Hopper_WgmmaFenceOp : Hopper_Op<"wgmma.fence"> {
 def Hopper_WgmmaOp : Hopper_Op<"wgmma", [AllTypesMatch<["acc", "result"]>]> {
   let summary = "one asynchronous warpgroup MMA into accumulator registers";
   let description = [{
-    `acc += A x B` for a 64 x `n` x 16 step of the warpgroup: A and B are
+    `acc += A x B` for a 64 x `n` x k step of the warpgroup: A and B are
     read from shared memory through the 64-bit matrix descriptors `desc_a`,
     `desc_b` (start address, leading / stride byte offsets, swizzle);
-    `type` is their element type (bf16 or f16), f32 accumulation;
-    `a_mn_major` / `b_mn_major` set the transpose immediates (an M-major A, an
-    N-major B). The result is the accumulator after the MMA, readable only
-    after a `hopper.wgmma.wait` that retires its group.
+    `type` is their element type, f32 accumulation: bf16 or f16 (k = 16), or
+    e4m3 / e5m2 (k = 32), with `type_b` naming B's fp8 type where it differs
+    from A's. `a_mn_major` / `b_mn_major` set the transpose immediates (an
+    M-major A, an N-major B; 16-bit types only: wgmma reads fp8 K-major).
+    The result is the accumulator after the MMA, readable only after a
+    `hopper.wgmma.wait` that retires its group.
 
     ```mlir
     %d = hopper.wgmma %da, %db, %acc shape [64, 128, 16] "bf16" : !llvm.struct<(f32, ...)>
+    %e = hopper.wgmma %da, %db, %acc shape [64, 128, 32] "e4m3", "e5m2" : !llvm.struct<(f32, ...)>
     ```
-    PTX: `wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {...}, da, db, 1, 1, 1, 0, 1;`
-    (becomes `nvvm.wgmma.mma_async`)
+    PTX: `wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {...}, da, db, p, 1, 1, 0, 1;`
+    and `wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e5m2 {...}, da, db, p, 1, 1;`
+    (no transpose immediates for fp8; becomes `nvvm.wgmma.mma_async`)
   }];
   let arguments = (ins I64:$desc_a, I64:$desc_b, LLVM_AnyStruct:$acc, DenseI64ArrayAttr:$shape,
-                       StrAttr:$type, UnitAttr:$a_mn_major, UnitAttr:$b_mn_major);
+                       StrAttr:$type, OptionalAttr<StrAttr>:$type_b, UnitAttr:$a_mn_major,
+                       UnitAttr:$b_mn_major);
   let results = (outs LLVM_AnyStruct:$result);
   let assemblyFormat = [{
-    $desc_a `,` $desc_b `,` $acc `shape` $shape $type (`a_mn_major` $a_mn_major^)?
+    $desc_a `,` $desc_b `,` $acc `shape` $shape $type (`,` $type_b^)? (`a_mn_major` $a_mn_major^)?
     (`b_mn_major` $b_mn_major^)? attr-dict `:` type($acc)
   }];
   let builders = [
     OpBuilder<(ins "::mlir::Value":$descA, "::mlir::Value":$descB, "::mlir::Value":$acc,
-                   "::llvm::ArrayRef<int64_t>":$shape, "::llvm::StringRef":$type, "bool":$aMnMajor,
-                   "bool":$bMnMajor), [{
+                   "::llvm::ArrayRef<int64_t>":$shape, "::llvm::StringRef":$type,
+                   "::llvm::StringRef":$typeB, "bool":$aMnMajor, "bool":$bMnMajor), [{
       build($_builder, $_state, acc.getType(), descA, descB, acc, $_builder.getDenseI64ArrayAttr(shape),
-            $_builder.getStringAttr(type), aMnMajor ? $_builder.getUnitAttr() : ::mlir::UnitAttr(),
+            $_builder.getStringAttr(type),
+            typeB.empty() || typeB == type ? ::mlir::StringAttr() : $_builder.getStringAttr(typeB),
+            aMnMajor ? $_builder.getUnitAttr() : ::mlir::UnitAttr(),
             bMnMajor ? $_builder.getUnitAttr() : ::mlir::UnitAttr());
     }]>
   ];

@@ -31,4 +31,9 @@
 #define GET_OP_CLASSES
 #include "tessel/Dialect/Tessel/TesselOps.h.inc"
 
+namespace mlir::tessel {
+/// f8E4M3FN or f8E5M2: the fp8 element types (storage, dot inputs and casts).
+inline bool isFp8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
+} // namespace mlir::tessel
+
 #endif // TESSEL_DIALECT_TESSEL_TESSEL_H

@@ -121,7 +121,8 @@ def Tessel_DotOp : Tessel_Op<"dot", [Pure,
   let summary = "tile matrix product accumulated in f32: result = a * b + acc";
   let description = [{
     `a` is M x K, `b` is K x N, `acc` and the result are M x N f32. Inputs are
-    f16 or bf16 (both the same). In a mainloop the accumulator is the
+    f16 or bf16 (both the same), or fp8 (f8E4M3FN and f8E5M2 in any pairing,
+    wgmma's four fp8 kinds). In a mainloop the accumulator is the
     loop-carried value, which is what the backend's GEMM matcher looks for.
 
     ```mlir
@@ -213,8 +214,10 @@ def Tessel_ReduceOp : Tessel_Op<"reduce", [Pure]> {
 def Tessel_CastOp : Tessel_Op<"cast", [Pure, SameOperandsAndResultShape]> {
   let summary = "convert the element type of a tile (round to nearest even)";
   let description = [{
-    Between f32, f16, bf16 and i32 in any direction. Float narrowing rounds to
-    nearest even; float to int truncates toward zero.
+    Between f32, f16, bf16 and i32 in any direction, and between fp8
+    (f8E4M3FN, f8E5M2) and f32, f16, bf16. Float narrowing rounds to nearest
+    even; to f8E4M3FN it saturates to +-448 (NaN stays NaN; cvt.satfinite);
+    float to int truncates toward zero.
 
     ```mlir
     %c = tessel.cast %acc : tensor<128x256xf32> -> tensor<128x256xbf16>

@@ -17,7 +17,9 @@ def Tessel_RefType : TypeDef<Tessel_Dialect, "Ref"> {
 
     ```mlir
     !tessel.ref<2 x bf16>     // e.g. an M x K matrix
+    !tessel.ref<2 x f8E4M3FN> // fp8 (also f8E5M2)
     ```
+    Element types: f16, bf16, f32, i32, i1 (tiles only), f8E4M3FN, f8E5M2.
   }];
   let parameters = (ins "unsigned":$rank, "::mlir::Type":$elementType);
   let assemblyFormat = "`<` $rank `x` $elementType `>`";

@@ -1,0 +1,44 @@
+// fp8_gemm.hpp - the tessel fp8 GEMM tile program of example 08 (also what tests/gpu runs).
+//
+// One program instance computes one BM x BN tile of C = cast<TC>(scale * A @ B^T):
+//   A: M x K fp8 (TA), B: N x K fp8 (TB), both K-contiguous (wgmma reads fp8 only K-major),
+//   f32 accumulation, `scale` a runtime f32 (e.g. the product of A's and B's per-tensor
+//   quantization scales), C: M x N in TC (bf16, f16, f32, or fp8 for a quantized output).
+// BK = 128: 128 bytes of K per stage row, one 128-byte swizzle row (wgmma m64nBNk32).
+#pragma once
+
+#include <tessel/tessel.hpp>
+
+namespace examples {
+namespace ts = tessel;
+
+template <class TA, class TB, class TC, int BM_, int BN_>
+struct fp8_gemm {
+  static constexpr auto BM = ts::c<BM_>, BN = ts::c<BN_>, BK = ts::c<128>;
+
+  void operator()(ts::tensor<TA, 2> A, ts::tensor<TB, 2> B, ts::tensor<TC, 2> C,
+                  ts::scalar<ts::f32> scale) const {
+    auto m = ts::program_id(0) * BM, n = ts::program_id(1) * BN;
+    auto acc = ts::zeros<ts::f32>(BM, BN);
+    for (auto k : ts::range(0, A.size(1), BK))
+      acc += ts::dot(A.load({m, k}, BM, BK), B.load({n, k}, BN, BK).T());
+    C.store({m, n}, ts::cast<TC>(acc * scale));
+  }
+};
+
+/// The elementwise conversions of an fp8 pipeline, one BM x BN tile per program:
+/// Q = cast<TQ>(X * qscale) (quantize) and D = cast<f32>(Q) (dequantize what was stored).
+template <class TQ, int BM_, int BN_>
+struct fp8_roundtrip {
+  static constexpr auto BM = ts::c<BM_>, BN = ts::c<BN_>;
+
+  void operator()(ts::tensor<ts::f32, 2> X, ts::tensor<TQ, 2> Q, ts::tensor<ts::f32, 2> D,
+                  ts::scalar<ts::f32> qscale) const {
+    auto m = ts::program_id(0) * BM, n = ts::program_id(1) * BN;
+    auto q = ts::cast<TQ>(X.load({m, n}, BM, BN) * qscale);
+    Q.store({m, n}, q);
+    D.store({m, n}, ts::cast<ts::f32>(q));
+  }
+};
+
+}  // namespace examples

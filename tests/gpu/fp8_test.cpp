@@ -1,0 +1,311 @@
+// fp8_test.cpp - fp8 operands and outputs on the GPU (ts::f8e4m3, ts::f8e5m2; docs/fp8.md):
+//   * the fp8 GEMM of examples/08_fp8_gemm, C = cast<TC>(scale * A B^T), in the four TMA-fed
+//     schedules (tma, warp_specialized, cooperative with both decompositions, pingpong), with
+//     e4m3 x e4m3, e4m3 x e5m2, e5m2 x e4m3 and e5m2 x e5m2 operands (wgmma's four fp8 kinds),
+//     outputs bf16, f32 and e4m3, tiles 128x128, 128x256, 128x192 and 256x128, on shapes with
+//     partial tiles, a K of one tile and K of many ring wraps. Inputs are random fp8 codes of
+//     magnitude 1/8 .. 4 (never zero, NaN or Inf). Each element is compared with a CPU
+//     reference in double (every element of small outputs, corners + tile edges + random ones of
+//     large outputs) within a stated tolerance (check_element);
+//   * the quantize / dequantize pair of an fp8 pipeline (fp8_roundtrip): f32 -> e4m3 / e5m2 must
+//     equal the host's round-to-nearest-even with saturation (tessel.cast's rule) bit for bit on
+//     ties, subnormals, values past the largest finite one, infinities and NaN; the dequantized
+//     value must be the code's exact value.
+// Outputs are NaN-poisoned inside a sentinel-filled buffer (tb::guarded_output): nothing outside
+// an output may change and every element must be written, with rows padded to 16 bytes (run 1)
+// and with rows one element past a 16-byte multiple (run 2, which must match run 1 exactly).
+#include <gtest/gtest.h>
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+#include "fp8_gemm.hpp"
+#include "tessel_gemm.hpp"
+#include "gpu_test_util.hpp"
+#include "kernel_cache.hpp"
+
+namespace ts = tessel;
+namespace tb = tessel_bench;
+
+namespace {
+
+enum class out_kind { bf16, f32, e4m3 };
+const char* out_name(out_kind o) { return o == out_kind::bf16 ? "bf16" : o == out_kind::f32 ? "f32" : "e4m3"; }
+const char* kind_name(tb::fp8_kind k) { return k == tb::fp8_kind::e4m3 ? "e4m3" : "e5m2"; }
+int out_bytes(out_kind o) { return o == out_kind::bf16 ? 2 : o == out_kind::f32 ? 4 : 1; }
+
+struct fp8_case {
+  ts::schedule schedule;
+  int bm, bn;
+  tb::fp8_kind a, b;
+  out_kind out;
+  std::int64_t m, n, k;
+  ts::decomposition decomposition = ts::decomposition::automatic;
+  std::string name() const {
+    return std::string(tb::schedule_name(schedule)) + "_" + std::to_string(bm) + "x" + std::to_string(bn) + "_" +
+           kind_name(a) + "x" + kind_name(b) + "_to_" + out_name(out) + "_" + std::to_string(m) + "x" +
+           std::to_string(n) + "x" + std::to_string(k) +
+           (decomposition == ts::decomposition::data_parallel ? "_dp"
+            : decomposition == ts::decomposition::stream_k    ? "_sk"
+                                                               : "");
+  }
+};
+
+// The kernels the cases use: one instantiation per (A, B, C types, tile).
+template <class TA, class TB, class TC, int BM, int BN>
+struct typed {
+  static ts::kernel jit(const ts::options& o) { return ts::jit(examples::fp8_gemm<TA, TB, TC, BM, BN>{}, o); }
+  static void launch(ts::kernel& k, const fp8_case& c, const void* A, const void* B, void* C, std::int64_t ldc,
+                     float scale) {
+    const ts::grid grid{unsigned(ts::cdiv(c.m, std::int64_t(BM))), unsigned(ts::cdiv(c.n, std::int64_t(BN)))};
+    k.launch(nullptr, grid, ts::view<TA>(A, {c.m, c.k}), ts::view<TB>(B, {c.n, c.k}),
+             ts::view<TC>(C, {c.m, c.n}, {ldc, 1}), scale);
+  }
+};
+
+struct dispatch {
+  std::function<ts::kernel(const ts::options&)> jit;
+  std::function<void(ts::kernel&, const fp8_case&, const void*, const void*, void*, std::int64_t, float)> launch;
+};
+
+template <class TA, class TB, class TC, int BM, int BN>
+dispatch make_dispatch() {
+  return {&typed<TA, TB, TC, BM, BN>::jit, &typed<TA, TB, TC, BM, BN>::launch};
+}
+
+template <int BM, int BN>
+dispatch by_types(const fp8_case& c) {
+  using tb::fp8_kind;
+  if (c.out == out_kind::bf16) {
+    if (c.a == fp8_kind::e4m3 && c.b == fp8_kind::e4m3) return make_dispatch<ts::f8e4m3, ts::f8e4m3, ts::bf16, BM, BN>();
+    if (c.a == fp8_kind::e4m3 && c.b == fp8_kind::e5m2) return make_dispatch<ts::f8e4m3, ts::f8e5m2, ts::bf16, BM, BN>();
+    if (c.a == fp8_kind::e5m2 && c.b == fp8_kind::e4m3) return make_dispatch<ts::f8e5m2, ts::f8e4m3, ts::bf16, BM, BN>();
+    return make_dispatch<ts::f8e5m2, ts::f8e5m2, ts::bf16, BM, BN>();
+  }
+  if (c.a != fp8_kind::e4m3 || c.b != fp8_kind::e4m3) throw std::invalid_argument("fp8_test: f32/e4m3 outputs only for e4m3 x e4m3");
+  if (c.out == out_kind::f32) return make_dispatch<ts::f8e4m3, ts::f8e4m3, ts::f32, BM, BN>();
+  return make_dispatch<ts::f8e4m3, ts::f8e4m3, ts::f8e4m3, BM, BN>();
+}
+
+dispatch dispatch_for(const fp8_case& c) {
+  if (c.bm == 128 && c.bn == 128) return by_types<128, 128>(c);
+  if (c.bm == 128 && c.bn == 256) return by_types<128, 256>(c);
+  if (c.bm == 128 && c.bn == 192) return by_types<128, 192>(c);
+  if (c.bm == 256 && c.bn == 128) return by_types<256, 128>(c);
+  throw std::invalid_argument("fp8_test: no instantiation for tile " + std::to_string(c.bm) + "x" + std::to_string(c.bn));
+}
+
+/// One output element as a double.
+double decode(const tb::guarded_output& o, out_kind k, std::int64_t r, std::int64_t c) {
+  const std::uint32_t w = o.bits(0, r, c);
+  if (k == out_kind::bf16) return tb::bf16_to_float(std::uint16_t(w));
+  if (k == out_kind::e4m3) return tb::fp8_to_double(std::uint8_t(w), tb::fp8_kind::e4m3);
+  float f;
+  std::memcpy(&f, &w, 4);
+  return f;
+}
+
+/// The elements a case checks: all of a small C; else the corners, every tile edge of row 0 /
+/// column 0 and of the last row / column, and random positions.
+std::vector<std::pair<std::int64_t, std::int64_t>> positions(const fp8_case& c) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> at;
+  if (c.m * c.n <= 65536) {
+    for (std::int64_t r = 0; r < c.m; ++r)
+      for (std::int64_t col = 0; col < c.n; ++col) at.emplace_back(r, col);
+    return at;
+  }
+  for (std::int64_t r : {std::int64_t(0), c.m - 1})
+    for (std::int64_t col = 0; col < c.n; col += std::max<std::int64_t>(1, c.bn / 2)) at.emplace_back(r, col);
+  for (std::int64_t col : {std::int64_t(0), c.n - 1})
+    for (std::int64_t r = 0; r < c.m; r += std::max<std::int64_t>(1, c.bm / 2)) at.emplace_back(r, col);
+  at.emplace_back(c.m - 1, c.n - 1);
+  std::mt19937_64 rng(std::uint64_t(c.m * 31 + c.n * 7 + c.k));
+  for (int i = 0; i < 2048; ++i) at.emplace_back(std::int64_t(rng() % std::uint64_t(c.m)), std::int64_t(rng() % std::uint64_t(c.n)));
+  return at;
+}
+
+/// Tolerance of one element: the products of fp8 values are exact in f32, but wgmma's fp8
+/// accumulation keeps fewer bits than an f32 add (DeepGEMM's "about 14 bits", perf_anchors.md):
+/// 2^-12 of the sum of |products|; plus the output rounding (half an ulp: 2^-9 bf16, 2^-4 e4m3,
+/// and e4m3's smallest subnormal). A wrong layout or k-step gives errors of the size of the
+/// value itself.
+double tolerance(double want, double abs_sum, out_kind o) {
+  double t = abs_sum * std::ldexp(1.0, -12);
+  if (o == out_kind::bf16) t += std::fabs(want) * std::ldexp(1.0, -8);
+  if (o == out_kind::e4m3) t += std::fabs(want) * std::ldexp(1.0, -4) * 1.01 + std::ldexp(1.0, -10);
+  return t;
+}
+
+class Fp8Gemm : public ::testing::TestWithParam<fp8_case> {};
+
+TEST_P(Fp8Gemm, MatchesReference) {
+  TESSEL_REQUIRE_GPU();
+  const fp8_case& c = GetParam();
+  const dispatch d = dispatch_for(c);
+  const std::string key = "fp8/" + c.name();
+  tessel_gpu_test::cached_kernel& ck = tessel_gpu_test::cached(key, [&] {
+    ts::options o;
+    o.schedule = c.schedule;
+    o.decomposition = c.decomposition;
+    return d.jit(o);
+  });
+  ASSERT_TRUE(ck.kernel) << "tessel could not build the kernel: " << ck.error;
+
+  const std::uint64_t seed = std::uint64_t(c.m * 1000003 + c.n * 7919 + c.k * 31 + c.bn);
+  const std::vector<std::uint8_t> a = tb::random_fp8(std::size_t(c.m * c.k), seed, c.a);
+  const std::vector<std::uint8_t> b = tb::random_fp8(std::size_t(c.n * c.k), seed + 1, c.b);
+  tb::device_buffer da(a.size()), db(b.size());
+  ASSERT_EQ(cudaMemcpy(da.get(), a.data(), a.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(db.get(), b.data(), b.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  // A power of two keeps scale * (A B^T) exact before the output's rounding; an e4m3 output
+  // needs the values inside its range (|sum| <= 16 K).
+  const float scale = c.out == out_kind::e4m3 ? std::ldexp(1.0f, -int(std::ceil(std::log2(double(c.k))))) : 0.5f;
+
+  const int eb = out_bytes(c.out);
+  std::vector<std::unique_ptr<tb::guarded_output>> outs;
+  for (bool aligned : {true, false}) {
+    const std::int64_t ld = aligned ? tb::padded_ld(c.n, eb) : tb::misaligned_ld(c.n, eb);
+    auto out = std::make_unique<tb::guarded_output>(tb::guarded_matrix(c.m, c.n, ld, eb, aligned));
+    out->reset();
+    ASSERT_NO_THROW(d.launch(*ck.kernel, c, da.get(), db.get(), out->data(), ld, scale));
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
+    const tb::guard_report g = out->check();
+    EXPECT_TRUE(g.ok()) << (aligned ? "run 1 (padded rows): " : "run 2 (misaligned rows): ") << g.str();
+    outs.push_back(std::move(out));
+  }
+
+  std::vector<double> ad(a.size()), bd(b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) ad[i] = tb::fp8_to_double(a[i], c.a);
+  for (std::size_t i = 0; i < b.size(); ++i) bd[i] = tb::fp8_to_double(b[i], c.b);
+  int bad = 0, differ = 0;
+  for (auto [r, col] : positions(c)) {
+    double sum = 0, abs_sum = 0;
+    for (std::int64_t k = 0; k < c.k; ++k) {
+      const double p = ad[std::size_t(r * c.k + k)] * bd[std::size_t(col * c.k + k)];
+      sum += p;
+      abs_sum += std::fabs(p);
+    }
+    const double want = sum * scale, got = decode(*outs[0], c.out, r, col);
+    if (!(std::fabs(got - want) <= tolerance(want, abs_sum * scale, c.out)) && bad++ < 8)
+      ADD_FAILURE() << "C[" << r << "][" << col << "] = " << got << ", reference " << want << " (tolerance "
+                    << tolerance(want, abs_sum * scale, c.out) << ")";
+    if (outs[1]->bits(0, r, col) != outs[0]->bits(0, r, col) && differ++ < 4)
+      ADD_FAILURE() << "C[" << r << "][" << col << "]: run 2 (misaligned rows) gave " << decode(*outs[1], c.out, r, col)
+                    << ", run 1 " << got;
+  }
+  EXPECT_EQ(bad, 0);
+  EXPECT_EQ(differ, 0);
+}
+
+std::vector<fp8_case> cases() {
+  using tb::fp8_kind;
+  const auto e4 = fp8_kind::e4m3, e5 = fp8_kind::e5m2;
+  std::vector<fp8_case> v;
+  const ts::schedule all[] = {ts::schedule::tma, ts::schedule::warp_specialized, ts::schedule::cooperative,
+                              ts::schedule::pingpong};
+  // Every schedule x every operand pairing, 128x128, bf16 out: partial tiles; K of one tile.
+  for (ts::schedule s : all)
+    for (auto [ta, tbk] : {std::pair{e4, e4}, std::pair{e4, e5}, std::pair{e5, e4}, std::pair{e5, e5}}) {
+      v.push_back({s, 128, 128, ta, tbk, out_kind::bf16, 200, 328, 384});
+      v.push_back({s, 128, 128, ta, tbk, out_kind::bf16, 129, 136, 128});
+    }
+  // Outputs f32 and e4m3 (a quantized output), every schedule.
+  for (ts::schedule s : all)
+    for (out_kind o : {out_kind::f32, out_kind::e4m3}) v.push_back({s, 128, 128, e4, e4, o, 257, 264, 640});
+  // Larger tiles and many ring wraps (K = 4096: 32 k-steps); stream-K and whole tiles.
+  v.push_back({ts::schedule::cooperative, 128, 256, e4, e4, out_kind::bf16, 1000, 1504, 4096});
+  v.push_back({ts::schedule::cooperative, 128, 256, e4, e4, out_kind::bf16, 1000, 1504, 4096, ts::decomposition::data_parallel});
+  v.push_back({ts::schedule::cooperative, 128, 256, e4, e5, out_kind::bf16, 2048, 2048, 1024, ts::decomposition::stream_k});
+  v.push_back({ts::schedule::cooperative, 256, 128, e4, e4, out_kind::bf16, 1000, 1504, 2048});
+  v.push_back({ts::schedule::pingpong, 128, 192, e4, e4, out_kind::bf16, 1000, 1504, 4096});
+  v.push_back({ts::schedule::pingpong, 128, 128, e4, e4, out_kind::e4m3, 1000, 1504, 2048});
+  v.push_back({ts::schedule::tma, 128, 256, e4, e4, out_kind::bf16, 777, 1032, 1152});
+  v.push_back({ts::schedule::warp_specialized, 128, 256, e5, e5, out_kind::bf16, 777, 1032, 1152});
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, Fp8Gemm, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<fp8_case>& i) { return i.param.name(); });
+
+// ---- quantize / dequantize -------------------------------------------------------------------------
+
+class Fp8Roundtrip : public ::testing::TestWithParam<tb::fp8_kind> {};
+
+template <class TQ>
+void check_roundtrip(tb::fp8_kind kind) {
+  constexpr std::int64_t M = 67, N = 160;  // partial tiles of 64 x 64
+  const float qscale = 0.5f;               // exact: x * qscale rounds only in the cast
+  const double max_finite = kind == tb::fp8_kind::e4m3 ? 448 : 57344;
+  // Specials first, then random values over fp8's whole range.
+  std::vector<float> x;
+  for (int c = 0; c < 0x100; ++c) {  // every code's value, and every midpoint to the next code
+    const double v = tb::fp8_to_double(std::uint8_t(c), kind), w = tb::fp8_to_double(std::uint8_t(c + 1), kind);
+    if (std::isfinite(v)) x.push_back(float(v / qscale));
+    if ((c & 0x7f) != 0x7f && std::isfinite(v) && std::isfinite(w)) x.push_back(float((v + w) / 2 / qscale));
+  }
+  for (double s : {max_finite * 1.03, max_finite * 4, 1e30, -1e30}) x.push_back(float(s / qscale));
+  x.push_back(std::numeric_limits<float>::infinity());
+  x.push_back(-std::numeric_limits<float>::infinity());
+  x.push_back(std::numeric_limits<float>::quiet_NaN());
+  x.push_back(std::ldexp(1.0f, -30));  // rounds to (signed) zero
+  x.push_back(-std::ldexp(1.0f, -30));
+  std::mt19937 rng(5);
+  while (x.size() < std::size_t(M * N))
+    x.push_back(float(std::ldexp(std::uniform_real_distribution<double>(-1, 1)(rng),
+                                 std::uniform_int_distribution<int>(-12, 17)(rng))));
+  x.resize(std::size_t(M * N));
+
+  tb::device_buffer dx(x.size() * 4);
+  ASSERT_EQ(cudaMemcpy(dx.get(), x.data(), x.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  tb::guarded_output q(tb::guarded_matrix(M, N, tb::padded_ld(N, 1), 1));
+  tb::guarded_output d(tb::guarded_matrix(M, N, N + 3, 4, /*aligned=*/false));
+  q.reset();
+  d.reset();
+  ts::kernel k = ts::jit(examples::fp8_roundtrip<TQ, 64, 64>{});
+  k.launch(nullptr, ts::grid{unsigned(ts::cdiv(M, std::int64_t(64))), unsigned(ts::cdiv(N, std::int64_t(64)))},
+           ts::view<ts::f32>(dx.get(), {M, N}), ts::view<TQ>(q.data(), {M, N}, {tb::padded_ld(N, 1), 1}),
+           ts::view<ts::f32>(d.data(), {M, N}, {N + 3, 1}), qscale);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
+  const tb::guard_report gq = q.check(), gd = d.check();
+  EXPECT_TRUE(gq.ok()) << "Q: " << gq.str();
+  EXPECT_TRUE(gd.ok()) << "D: " << gd.str();
+  int bad = 0;
+  for (std::int64_t r = 0; r < M; ++r)
+    for (std::int64_t c = 0; c < N; ++c) {
+      const float xv = x[std::size_t(r * N + c)] * qscale;
+      const std::uint8_t want = tb::double_to_fp8(xv, kind), got = std::uint8_t(q.bits(0, r, c));
+      const bool zeros = (want & 0x7f) == 0 && (got & 0x7f) == 0;  // +0 and -0 are one value
+      const bool nans = std::isnan(tb::fp8_to_double(want, kind)) && std::isnan(tb::fp8_to_double(got, kind));
+      if (want != got && !zeros && !nans && bad++ < 8)
+        ADD_FAILURE() << "cast(" << xv << ") = 0x" << std::hex << int(got) << ", want 0x" << int(want) << std::dec;
+      std::uint32_t dw = d.bits(0, r, c);
+      float dv;
+      std::memcpy(&dv, &dw, 4);
+      const double qv = tb::fp8_to_double(got, kind);
+      if (!(dv == qv || (std::isnan(dv) && std::isnan(qv))) && bad++ < 8)
+        ADD_FAILURE() << "cast<f32>(0x" << std::hex << int(got) << std::dec << ") = " << dv << ", want " << qv;
+    }
+  EXPECT_EQ(bad, 0);
+}
+
+TEST_P(Fp8Roundtrip, RoundsToNearestEvenAndSaturates) {
+  TESSEL_REQUIRE_GPU();
+  if (GetParam() == tb::fp8_kind::e4m3)
+    check_roundtrip<ts::f8e4m3>(GetParam());
+  else
+    check_roundtrip<ts::f8e5m2>(GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, Fp8Roundtrip, ::testing::Values(tb::fp8_kind::e4m3, tb::fp8_kind::e5m2),
+                         [](const ::testing::TestParamInfo<tb::fp8_kind>& i) { return std::string(kind_name(i.param)); });
+
+}  // namespace

@@ -1,0 +1,116 @@
+//===- Fp8JitTest.cpp - fp8 kernels through the JIT, no GPU --------------===//
+//
+// fp8 (ts::f8e4m3, ts::f8e5m2; docs/fp8.md) from the DSL to a cubin:
+//   * the fp8 GEMM of examples/08_fp8_gemm in every TMA-fed schedule, with
+//     each operand pairing, becomes wgmma m64nNk32 of those types (no
+//     transpose immediates), its 1-byte operands loaded by TMA as UINT8
+//     boxes of 128 x rows, 32 bytes of K per instruction;
+//   * an fp8 output is stored through cvt.rn.satfinite, an fp8 input of an
+//     elementwise kernel is widened through cvt.rn.f16x2.{e4m3,e5m2}x2;
+//   * what cannot run is a tessel::error naming the rule, asserted verbatim:
+//     schedule multistage, a BK other than 128, launch arguments TMA cannot
+//     describe (the multistage variant they would take has no fp8).
+//
+//===----------------------------------------------------------------------===//
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "08_fp8_gemm/fp8_gemm.hpp"
+#include "jit_error.hpp"
+#include "scoped_env.hpp"
+
+namespace ts = tessel;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+namespace {
+
+class Fp8Jit : public ::testing::Test {
+protected:
+  tessel_test::scoped_env fresh{"TESSEL_DISABLE_CACHE", "1"};
+  tessel_test::scoped_env quiet{"TESSEL_FALLBACK", "quiet"};
+};
+using tessel_test::jit_error;
+
+TEST_F(Fp8Jit, EverySchedulePairsAnyFp8Types) {
+  for (ts::schedule s : {ts::schedule::tma, ts::schedule::warp_specialized, ts::schedule::cooperative,
+                         ts::schedule::pingpong}) {
+    SCOPED_TRACE(ts::to_string(s));
+    ts::kernel k = ts::jit(examples::fp8_gemm<ts::f8e4m3, ts::f8e5m2, ts::bf16, 128, 128>{}, {.schedule = s});
+    EXPECT_THAT(k.stage("schedule-mma"), HasSubstr("shape [64, 128, 32] k_steps 4"));
+    const std::string ptx = k.stage("ptx");
+    EXPECT_THAT(ptx, HasSubstr("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e5m2"));
+    EXPECT_THAT(ptx, Not(HasSubstr("k16")));
+    // A and B: one 128-byte-swizzled box of 128 bytes x 128 rows each.
+    EXPECT_THAT(k.stage("lower-to-nvvm"), HasSubstr("\"tma:0:128x128:128\", \"tma:1:128x128:128\""));
+  }
+  ts::kernel e5 = ts::jit(examples::fp8_gemm<ts::f8e5m2, ts::f8e4m3, ts::f32, 128, 256>{},
+                          {.schedule = ts::schedule::cooperative});
+  EXPECT_THAT(e5.stage("ptx"), HasSubstr("wgmma.mma_async.sync.aligned.m64n256k32.f32.e5m2.e4m3"));
+}
+
+TEST_F(Fp8Jit, ConversionsUseTheHardwareCvt) {
+  ts::kernel q = ts::jit(examples::fp8_gemm<ts::f8e4m3, ts::f8e4m3, ts::f8e4m3, 128, 192>{},
+                         {.schedule = ts::schedule::pingpong});
+  EXPECT_THAT(q.stage("ptx"), HasSubstr("cvt.rn.satfinite.e4m3x2.f32"));
+  ts::kernel rt4 = ts::jit(examples::fp8_roundtrip<ts::f8e4m3, 64, 64>{});
+  EXPECT_THAT(rt4.stage("ptx"), HasSubstr("cvt.rn.satfinite.e4m3x2.f32"));
+  EXPECT_THAT(rt4.stage("ptx"), HasSubstr("cvt.rn.f16x2.e4m3x2"));
+  ts::kernel rt5 = ts::jit(examples::fp8_roundtrip<ts::f8e5m2, 64, 64>{});
+  EXPECT_THAT(rt5.stage("ptx"), HasSubstr("cvt.rn.satfinite.e5m2x2.f32"));
+  EXPECT_THAT(rt5.stage("ptx"), HasSubstr("cvt.rn.f16x2.e5m2x2"));
+}
+
+// BK = 64 of fp8: 64-byte rows.
+struct fp8_bk64 {
+  void operator()(ts::tensor<ts::f8e4m3, 2> A, ts::tensor<ts::f8e4m3, 2> B, ts::tensor<ts::bf16, 2> C) const {
+    using namespace ts::literals;
+    auto m = ts::program_id(0) * 128_c, n = ts::program_id(1) * 128_c;
+    auto acc = ts::zeros<ts::f32>(128_c, 128_c);
+    for (auto k : ts::range(0, A.size(1), 64_c))
+      acc += ts::dot(A.load({m, k}, 128_c, 64_c), B.load({n, k}, 128_c, 64_c).T());
+    C.store({m, n}, ts::cast<ts::bf16>(acc));
+  }
+};
+
+TEST_F(Fp8Jit, WhatCannotRunIsAClearError) {
+  using k128 = examples::fp8_gemm<ts::f8e4m3, ts::f8e4m3, ts::bf16, 128, 128>;
+  EXPECT_THAT(jit_error(k128{}, {.schedule = ts::schedule::multistage}),
+              HasSubstr("error: schedule 'multistage' needs bf16 or f16 operands (mma.sync m16n8k16), got "
+                        "'f8E4M3FN'"));
+  EXPECT_THAT(jit_error(fp8_bk64{}, {.schedule = ts::schedule::cooperative}),
+              HasSubstr("error: schedule 'cooperative' needs BK * sizeof(element) == 128 bytes (BK = 128 for "
+                        "'f8E4M3FN'), got BK = 64"));
+  // K = 40: rows of 40 bytes, which TMA cannot describe (16-byte multiples); the bounds-checked
+  // multistage variant such launches take has no fp8 path: a tessel::error, before any GPU.
+  ts::kernel k = ts::jit(k128{}, {.schedule = ts::schedule::cooperative});
+  const void* fake = reinterpret_cast<const void*>(0x7f0000100000);
+  std::string what;
+  try {
+    k.launch(nullptr, ts::grid{1, 1}, ts::view<ts::f8e4m3>(fake, {128, 40}), ts::view<ts::f8e4m3>(fake, {128, 40}),
+             ts::view<ts::bf16>(fake, {128, 128}), 1.0f);
+  } catch (const ts::error& e) {
+    what = e.what();
+  }
+  EXPECT_THAT(what, HasSubstr("schedule 'multistage' needs bf16 or f16 operands (mma.sync m16n8k16), got 'f8E4M3FN'"));
+  // A column-major B (N-contiguous): wgmma reads fp8 only K-major, and the multistage fallback
+  // has no fp8 either; the message names the argument, TMA's rule and the fallback's.
+  what.clear();
+  try {
+    k.launch(nullptr, ts::grid{1, 1}, ts::view<ts::f8e4m3>(fake, {128, 256}),
+             ts::view<ts::f8e4m3>(fake, {128, 256}, {1, 128}), ts::view<ts::bf16>(fake, {128, 128}), 1.0f);
+  } catch (const ts::error& e) {
+    what = e.what();
+  }
+  EXPECT_THAT(what, HasSubstr("(schedule cooperative) argument 1: innermost stride (dimension 1) must be 1, got 128: "
+                              "the innermost dimension must be contiguous for TMA; the fallback to schedule "
+                              "multistage failed"));
+  EXPECT_THAT(what, HasSubstr("error: schedule 'multistage' needs bf16 or f16 operands (mma.sync m16n8k16), got "
+                              "'f8E4M3FN'"));
+}
+
+}  // namespace
