@@ -21,7 +21,7 @@ AutoGemmInfo gemm(int bm, int bn, ts::dtype t = ts::dtype::bf16) {
   AutoGemmInfo g;
   g.bm = bm;
   g.bn = bn;
-  g.bk = 64;
+  g.bk = t == ts::dtype::f8e4m3 || t == ts::dtype::f8e5m2 ? 128 : 64;  // 128 bytes of K
   g.type = t;
   g.kArg = 0;
   g.kDim = 1;
@@ -131,6 +131,17 @@ TEST(AutoSchedule, UnmeasuredCasesKeepTma) {
   dual.dots = 2;
   EXPECT_EQ(pick(dual, 8192), "tma");
   EXPECT_EQ(pick(gemm(128, 128, ts::dtype::f32), 8192), "tma");  // no measurement of f32 operands
+}
+
+TEST(AutoSchedule, Fp8FollowsTheSixteenBitRules) {
+  // BK = 128 fp8 elements: the same bytes per k-iteration as bf16's 64 (R0; runs 68-69).
+  for (ts::dtype t : {ts::dtype::f8e4m3, ts::dtype::f8e5m2}) {
+    EXPECT_EQ(pick(gemm(128, 192, t), 8192, 2752), "pingpong");        // 8192^3: R2
+    EXPECT_EQ(pick(gemm(128, 256, t), 8192, 2048), "cooperative");     // R4
+    EXPECT_EQ(pick(gemm(128, 128, t), 2048, 256), "pingpong-dp");      // 2048^3: 16 iterations, R3
+    EXPECT_EQ(pick(gemm(128, 128, t), 8192, 64), "pingpong");          // 128x8192x8192: stream-K
+    EXPECT_EQ(pick(gemm(128, 192, t), 8192, 43), "cooperative");       // R5
+  }
 }
 
 TEST(AutoSchedule, TheUsersOptionsAreKept) {
