@@ -26,6 +26,26 @@ struct fp8_gemm {
   }
 };
 
+/// SwiGLU's gate and up projections from fp8 weights as one dual GEMM (two dots sharing the A
+/// tile; docs/dual-gemm.md): H = bf16(silu(scale * A W1^T) * (scale * A W3^T)).
+template <int BM_, int BN_>
+struct fp8_swiglu {
+  static constexpr auto BM = ts::c<BM_>, BN = ts::c<BN_>, BK = ts::c<128>;
+
+  void operator()(ts::tensor<ts::f8e4m3, 2> A, ts::tensor<ts::f8e4m3, 2> W1, ts::tensor<ts::f8e4m3, 2> W3,
+                  ts::tensor<ts::bf16, 2> H, ts::scalar<ts::f32> scale) const {
+    auto m = ts::program_id(0) * BM, n = ts::program_id(1) * BN;
+    auto gate = ts::zeros<ts::f32>(BM, BN);
+    auto up = ts::zeros<ts::f32>(BM, BN);
+    for (auto k : ts::range(0, A.size(1), BK)) {
+      auto a = A.load({m, k}, BM, BK);
+      gate += ts::dot(a, W1.load({n, k}, BN, BK).T());
+      up += ts::dot(a, W3.load({n, k}, BN, BK).T());
+    }
+    H.store({m, n}, ts::cast<ts::bf16>(ts::silu(gate * scale) * (up * scale)));
+  }
+};
+
 /// The elementwise conversions of an fp8 pipeline, one BM x BN tile per program:
 /// Q = cast<TQ>(X * qscale) (quantize) and D = cast<f32>(Q) (dequantize what was stored).
 template <class TQ, int BM_, int BN_>

@@ -7,6 +7,8 @@
 //     magnitude 1/8 .. 4 (never zero, NaN or Inf). Each element is compared with a CPU
 //     reference in double (every element of small outputs, corners + tile edges + random ones of
 //     large outputs) within a stated tolerance (check_element);
+//   * SwiGLU's gate and up projections from e4m3 weights as one dual GEMM (fp8_swiglu) in the four
+//     schedules, against the CPU in double on sampled elements;
 //   * the quantize / dequantize pair of an fp8 pipeline (fp8_roundtrip): f32 -> e4m3 / e5m2 must
 //     equal the host's round-to-nearest-even with saturation (tessel.cast's rule) bit for bit on
 //     ties, subnormals, values past the largest finite one, infinities and NaN; the dequantized
@@ -235,6 +237,81 @@ std::vector<fp8_case> cases() {
 
 INSTANTIATE_TEST_SUITE_P(Cases, Fp8Gemm, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<fp8_case>& i) { return i.param.name(); });
+
+// ---- a dual GEMM from fp8 weights (SwiGLU's gate and up) ------------------------------------------
+
+struct swiglu_case {
+  ts::schedule schedule;
+  int bm, bn;
+  std::int64_t m, n, k;
+};
+
+class Fp8Swiglu : public ::testing::TestWithParam<swiglu_case> {};
+
+template <int BM, int BN>
+ts::kernel jit_swiglu(ts::schedule s) {
+  return ts::jit(examples::fp8_swiglu<BM, BN>{}, {.schedule = s});
+}
+
+TEST_P(Fp8Swiglu, MatchesReference) {
+  TESSEL_REQUIRE_GPU();
+  const swiglu_case& c = GetParam();
+  ts::kernel k = c.bm == 64 ? jit_swiglu<64, 128>(c.schedule) : jit_swiglu<128, 128>(c.schedule);
+  const std::uint64_t seed = std::uint64_t(c.m * 31 + c.n * 7 + c.k);
+  const auto e4 = tb::fp8_kind::e4m3;
+  const std::vector<std::uint8_t> a = tb::random_fp8(std::size_t(c.m * c.k), seed, e4),
+                                  w1 = tb::random_fp8(std::size_t(c.n * c.k), seed + 1, e4),
+                                  w3 = tb::random_fp8(std::size_t(c.n * c.k), seed + 2, e4);
+  tb::device_buffer da(a.size()), dw1(w1.size()), dw3(w3.size());
+  ASSERT_EQ(cudaMemcpy(da.get(), a.data(), a.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dw1.get(), w1.data(), w1.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dw3.get(), w3.data(), w3.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  const float scale = 1.0f / 64;  // keeps silu's argument in a range where it is not trivially 0 or x
+  const std::int64_t ld = tb::padded_ld(c.n, 2);
+  tb::guarded_output h(tb::guarded_matrix(c.m, c.n, ld, 2));
+  h.reset();
+  const ts::grid grid{unsigned(ts::cdiv(c.m, std::int64_t(c.bm))), unsigned(ts::cdiv(c.n, std::int64_t(c.bn)))};
+  ASSERT_NO_THROW(k.launch(nullptr, grid, ts::view<ts::f8e4m3>(da.get(), {c.m, c.k}),
+                           ts::view<ts::f8e4m3>(dw1.get(), {c.n, c.k}), ts::view<ts::f8e4m3>(dw3.get(), {c.n, c.k}),
+                           ts::view<ts::bf16>(h.data(), {c.m, c.n}, {ld, 1}), scale));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
+  const tb::guard_report g = h.check();
+  EXPECT_TRUE(g.ok()) << g.str();
+  int bad = 0;
+  std::mt19937_64 rng(seed);
+  for (int s = 0; s < 1024; ++s) {
+    const std::int64_t r = s == 0 ? c.m - 1 : std::int64_t(rng() % std::uint64_t(c.m));
+    const std::int64_t col = s == 0 ? c.n - 1 : std::int64_t(rng() % std::uint64_t(c.n));
+    double gsum = 0, usum = 0, gabs = 0, uabs = 0;
+    for (std::int64_t kk = 0; kk < c.k; ++kk) {
+      const double av = tb::fp8_to_double(a[std::size_t(r * c.k + kk)], e4);
+      const double g1 = av * tb::fp8_to_double(w1[std::size_t(col * c.k + kk)], e4);
+      const double u3 = av * tb::fp8_to_double(w3[std::size_t(col * c.k + kk)], e4);
+      gsum += g1, usum += u3, gabs += std::fabs(g1), uabs += std::fabs(u3);
+    }
+    const double gx = gsum * scale, ux = usum * scale;
+    const double want = gx / (1 + std::exp(-gx)) * ux;
+    const double got = tb::bf16_to_float(std::uint16_t(h.bits(0, r, col)));
+    // The accumulations' tolerance (as tolerance() above) through silu (|d silu / dx| <= 1.1) and
+    // the product, then bf16's rounding; silu uses ex2.approx (docs/math.md: 2 ulp).
+    const double eg = gabs * scale * std::ldexp(1.0, -12), eu = uabs * scale * std::ldexp(1.0, -12);
+    const double tol = 1.1 * eg * std::fabs(ux) + std::fabs(gx) * eu + std::fabs(want) * (std::ldexp(1.0, -8) + 1e-6) + 1e-6;
+    if (!(std::fabs(got - want) <= tol) && bad++ < 8)
+      ADD_FAILURE() << "H[" << r << "][" << col << "] = " << got << ", reference " << want << " (tolerance " << tol << ")";
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, Fp8Swiglu,
+                         ::testing::Values(swiglu_case{ts::schedule::cooperative, 128, 128, 1000, 1504, 2048},
+                                           swiglu_case{ts::schedule::pingpong, 64, 128, 1000, 1504, 2048},
+                                           swiglu_case{ts::schedule::tma, 128, 128, 257, 264, 640},
+                                           swiglu_case{ts::schedule::warp_specialized, 128, 128, 257, 264, 640}),
+                         [](const ::testing::TestParamInfo<swiglu_case>& i) {
+                           return std::string(tb::schedule_name(i.param.schedule)) + "_" + std::to_string(i.param.bm) +
+                                  "x" + std::to_string(i.param.bn) + "_" + std::to_string(i.param.m) + "x" +
+                                  std::to_string(i.param.n) + "x" + std::to_string(i.param.k);
+                         });
 
 // ---- quantize / dequantize -------------------------------------------------------------------------
 

@@ -53,6 +53,17 @@ TEST_F(Fp8Jit, EverySchedulePairsAnyFp8Types) {
   EXPECT_THAT(e5.stage("ptx"), HasSubstr("wgmma.mma_async.sync.aligned.m64n256k32.f32.e5m2.e4m3"));
 }
 
+TEST_F(Fp8Jit, ADualGemmFromFp8Weights) {
+  // Both dots as one wgmma of N = 2 x BN, k32 (docs/dual-gemm.md).
+  for (ts::schedule s : {ts::schedule::cooperative, ts::schedule::tma, ts::schedule::warp_specialized}) {
+    SCOPED_TRACE(ts::to_string(s));
+    EXPECT_THAT(ts::jit(examples::fp8_swiglu<128, 128>{}, {.schedule = s}).stage("ptx"),
+                HasSubstr("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3"));
+  }
+  EXPECT_THAT(ts::jit(examples::fp8_swiglu<64, 128>{}, {.schedule = ts::schedule::pingpong}).stage("ptx"),
+              HasSubstr("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3"));
+}
+
 TEST_F(Fp8Jit, ConversionsUseTheHardwareCvt) {
   ts::kernel q = ts::jit(examples::fp8_gemm<ts::f8e4m3, ts::f8e4m3, ts::f8e4m3, 128, 192>{},
                          {.schedule = ts::schedule::pingpong});
