@@ -230,6 +230,8 @@ std::vector<fp8_case> cases() {
   v.push_back({ts::schedule::cooperative, 256, 128, e4, e4, out_kind::bf16, 1000, 1504, 2048});
   v.push_back({ts::schedule::pingpong, 128, 192, e4, e4, out_kind::bf16, 1000, 1504, 4096});
   v.push_back({ts::schedule::pingpong, 128, 128, e4, e4, out_kind::e4m3, 1000, 1504, 2048});
+  v.push_back({ts::schedule::cooperative, 128, 256, e4, e4, out_kind::e4m3, 1000, 1504, 2048});
+  v.push_back({ts::schedule::pingpong, 128, 192, e4, e4, out_kind::e4m3, 1000, 1504, 2048});
   v.push_back({ts::schedule::tma, 128, 256, e4, e4, out_kind::bf16, 777, 1032, 1152});
   v.push_back({ts::schedule::warp_specialized, 128, 256, e5, e5, out_kind::bf16, 777, 1032, 1152});
   return v;

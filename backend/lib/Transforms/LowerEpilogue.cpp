@@ -16,9 +16,10 @@
 //
 // The paths (`hopper.store` on each tessel.store after the mainloop):
 //   1. "tma_store" (warp-specialized schedules): fragments -> stmatrix (16-bit)
-//      or st.shared (f32) into one of the consumer's two 64 x 128-byte staging
-//      buffers, 128B-swizzled -> a TMA store, while the next chunk is written
-//      into the other buffer. For a BM x BN tile of 16- or 32-bit floats,
+//      or st.shared (f32, fp8 pairs) into one of the consumer's two 64 x
+//      128-byte staging buffers, 128B-swizzled -> a TMA store, while the next
+//      chunk is written into the other buffer. For a BM x BN tile of 8-, 16- or
+//      32-bit floats,
 //      stored as is into a 2-d tensor, BN * bytes a multiple of 128 (whole
 //      chunks). The kernel falls back to bounds-checked copies from the
 //      staging buffer, at run time, when the output breaks TMA's rules
@@ -83,7 +84,7 @@ bool stageable(StoreOp store, ArrayRef<int64_t> tile) {
   unsigned bits = refElt.getIntOrFloatBitWidth();
   return ty.getRank() == 2 && store.getRef().getType().getRank() == 2 &&
          ty.getDimSize(0) == tile[0] && ty.getDimSize(1) == tile[1] && isa<FloatType>(refElt) &&
-         (bits == 16 || bits == 32) && ty.getElementType() == refElt &&
+         (bits == 8 || bits == 16 || bits == 32) && ty.getElementType() == refElt &&
          (tile[1] * bits / 8) % 128 == 0;
 }
 

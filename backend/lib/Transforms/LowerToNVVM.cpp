@@ -416,18 +416,21 @@ FailureOr<Value> KernelBuilder::element(Value v, ArrayRef<Value> coords) {
     //   f32 -> fp8:  cvt.rn.satfinite.{e4m3,e5m2}x2.f32, round to nearest
     //                even, out-of-range values to the largest finite value of
     //                the sign (+-448, +-57344), NaN to NaN.
+    Value in32 = *in; // the source as f32 where fp8 is involved
     if (isFp8(fromTessel)) {
       StringRef kind = isa<Float8E4M3FNType>(fromTessel) ? "e4m3x2" : "e5m2x2";
-      Value f = ptx(("{\n.reg .b32 h2;\n.reg .b16 lo, hi;\ncvt.rn.f16x2." + kind +
-                     " h2, $1;\nmov.b32 {lo, hi}, h2;\ncvt.f32.f16 $0, lo;\n}")
-                        .str(),
-                    "=f,h", {b.create<arith::ExtUIOp>(loc, b.getI16Type(), *in)}, b.getF32Type());
+      in32 = ptx(("{\n.reg .b32 h2;\n.reg .b16 lo, hi;\ncvt.rn.f16x2." + kind +
+                  " h2, $1;\nmov.b32 {lo, hi}, h2;\ncvt.f32.f16 $0, lo;\n}")
+                     .str(),
+                 "=f,h", {b.create<arith::ExtUIOp>(loc, b.getI16Type(), *in)}, b.getF32Type());
       if (to.isF32())
-        return f;
-      return b.create<arith::TruncFOp>(loc, to, f).getResult();
+        return in32;
+      if (!isFp8(to))
+        return b.create<arith::TruncFOp>(loc, to, in32).getResult();
+      from = in32.getType(); // e4m3 <-> e5m2: on through f32
     }
     if (isFp8(to)) {
-      Value f = from.isF32() ? *in : b.create<arith::ExtFOp>(loc, b.getF32Type(), *in).getResult();
+      Value f = from.isF32() ? in32 : b.create<arith::ExtFOp>(loc, b.getF32Type(), in32).getResult();
       StringRef kind = isa<Float8E4M3FNType>(to) ? "e4m3x2" : "e5m2x2";
       // The pair's second element (zero) lands in the high byte.
       Value zero = b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(0.0f));

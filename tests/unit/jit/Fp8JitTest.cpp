@@ -64,6 +64,34 @@ TEST_F(Fp8Jit, ADualGemmFromFp8Weights) {
               HasSubstr("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3"));
 }
 
+// e4m3 -> e5m2 (through f32: an exact widening, one rounding).
+struct recode {
+  void operator()(ts::tensor<ts::f8e4m3, 2> X, ts::tensor<ts::f8e5m2, 2> Y) const {
+    using namespace ts::literals;
+    auto m = ts::program_id(0) * 64_c, n = ts::program_id(1) * 64_c;
+    Y.store({m, n}, ts::cast<ts::f8e5m2>(X.load({m, n}, 64_c, 64_c)));
+  }
+};
+
+TEST_F(Fp8Jit, AnFp8OutputIsStagedForTmaStores) {
+  // tessel-lower-epilogue rule 1 with 1-byte elements: BN x 1 byte a multiple of 128 (128x128,
+  // 128x256); each fragment pair converted by one cvt x2 and written with st.shared.b16.
+  for (ts::schedule s : {ts::schedule::warp_specialized, ts::schedule::cooperative, ts::schedule::pingpong}) {
+    SCOPED_TRACE(ts::to_string(s));
+    ts::kernel k = ts::jit(examples::fp8_gemm<ts::f8e4m3, ts::f8e4m3, ts::f8e4m3, 128, 128>{}, {.schedule = s});
+    EXPECT_THAT(k.stage("lower-epilogue"), HasSubstr("{hopper.store = \"tma_store\"}"));
+    EXPECT_THAT(k.stage("lower-to-nvvm"), HasSubstr("\"tmastore:2:128x64:128\""));
+    const std::string ptx = k.stage("ptx");
+    EXPECT_THAT(ptx, HasSubstr("st.shared.b16"));
+    EXPECT_THAT(ptx, HasSubstr("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"));
+  }
+  // 192 bytes per row are not whole 128-byte chunks: stores from registers.
+  EXPECT_THAT(ts::jit(examples::fp8_gemm<ts::f8e4m3, ts::f8e4m3, ts::f8e4m3, 128, 192>{},
+                      {.schedule = ts::schedule::pingpong})
+                  .stage("lower-epilogue"),
+              HasSubstr("{hopper.store = \"registers\"}"));
+}
+
 TEST_F(Fp8Jit, ConversionsUseTheHardwareCvt) {
   ts::kernel q = ts::jit(examples::fp8_gemm<ts::f8e4m3, ts::f8e4m3, ts::f8e4m3, 128, 192>{},
                          {.schedule = ts::schedule::pingpong});
@@ -74,6 +102,9 @@ TEST_F(Fp8Jit, ConversionsUseTheHardwareCvt) {
   ts::kernel rt5 = ts::jit(examples::fp8_roundtrip<ts::f8e5m2, 64, 64>{});
   EXPECT_THAT(rt5.stage("ptx"), HasSubstr("cvt.rn.satfinite.e5m2x2.f32"));
   EXPECT_THAT(rt5.stage("ptx"), HasSubstr("cvt.rn.f16x2.e5m2x2"));
+  const std::string rc = ts::jit(recode{}).stage("ptx");
+  EXPECT_THAT(rc, HasSubstr("cvt.rn.f16x2.e4m3x2"));
+  EXPECT_THAT(rc, HasSubstr("cvt.rn.satfinite.e5m2x2.f32"));
 }
 
 // BK = 64 of fp8: 64-byte rows.

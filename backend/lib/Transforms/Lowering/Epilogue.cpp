@@ -91,15 +91,16 @@ LogicalResult KernelBuilder::emitRegisterStore(StoreOp store, Value accFinal, Va
 //===----------------------------------------------------------------------===//
 //
 // Each consumer warpgroup owns two staging chunks of 64 rows x 128 bytes
-// (64 bf16/f16 or 32 f32 columns), laid out as TMA's 128B swizzle expects:
+// (128 fp8, 64 bf16/f16 or 32 f32 columns), laid out as TMA's 128B swizzle expects:
 // the 16-byte piece j of row r lives at r * 128 + ((j ^ (r % 8)) * 16), so
 // the 8 rows a warp's fragments touch at once land in 8 different bank
 // groups. Per chunk (sequence number q of the warpgroup, buffer q % 2):
 //
 //   thread 0 of wg:  cp.async.bulk.wait_group.read 1   (store q-2 read buffer)
 //   wg:              bar.sync 1+consumer, 128
-//   all:             traced epilogue on the fragments -> stmatrix (16-bit) or
-//                    st.shared.v2.f32 into the buffer
+//   all:             traced epilogue on the fragments -> stmatrix (16-bit),
+//                    st.shared.b16 of a pair (fp8) or st.shared.v2.f32 into
+//                    the buffer
 //   all:             fence.proxy.async.shared::cta
 //   wg:              bar.sync 1+consumer, 128
 //   thread 0 of wg:  cp.async.bulk.tensor.2d.global.shared::cta.bulk_group
@@ -259,6 +260,46 @@ LogicalResult KernelBuilder::stageChunk(TmaParam &t, Value acc, Value rowBlock, 
       Value addr = swizzled(srow, piece, i32(0));
       b.create<hopper::StMatrixOp>(loc, addr, packed[0], packed[1], packed[2], packed[3]);
     }
+  } else if (bytes == 1) {
+    // fp8: each register pair is 2 bytes of one row, byte column nb*8 +
+    // 2*(lane%4): piece nb/2, byte 8*(nb%2) + 2*(lane%4). When the stored
+    // value is a cast to fp8 (the usual quantized output), the pair is
+    // converted by one cvt.rn.satfinite.*x2.f32 (first column in the low byte).
+    auto cast = store.getValue().getDefiningOp<CastOp>();
+    const bool castPair = cast && isFp8(cast.getType().getElementType()) &&
+                          !isFp8(cast.getSrc().getType().getElementType());
+    Value q4 = b.create<arith::RemUIOp>(loc, lane, i32(4));
+    for (int64_t nb = 0; nb < cols / 8; ++nb)
+      for (int64_t h = 0; h < 2; ++h) {
+        int64_t r = 4 * (firstBlock + nb) + 2 * h;
+        Value pair;
+        if (castPair) {
+          Value row = coordinate(row0, 8 * h);
+          SmallVector<Value, 2> f;
+          for (int64_t e = 0; e < 2; ++e) {
+            selectAccRegisters(acc, r + e);
+            auto v = element(cast.getSrc(), {row, coordinate(colLane, 8 * (r / 4) + e)});
+            if (failed(v))
+              return failure();
+            f.push_back(v->getType().isF32() ? *v
+                                             : b.create<arith::ExtFOp>(loc, b.getF32Type(), *v).getResult());
+          }
+          StringRef kind = isa<Float8E4M3FNType>(cast.getType().getElementType()) ? "e4m3x2" : "e5m2x2";
+          pair = ptx(("cvt.rn.satfinite." + kind + ".f32 $0, $1, $2;").str(), "=h,f,f", {f[1], f[0]},
+                     b.getI16Type());
+        } else {
+          auto pr = pairAt(r);
+          if (failed(pr))
+            return failure();
+          Value lo = b.create<arith::ExtUIOp>(loc, b.getI16Type(), pr->first);
+          Value hi = b.create<arith::ShLIOp>(loc, b.create<arith::ExtUIOp>(loc, b.getI16Type(), pr->second),
+                                             b.create<arith::ConstantIntOp>(loc, b.getI16Type(), 8));
+          pair = b.create<arith::OrIOp>(loc, lo, hi);
+        }
+        Value srow = b.create<arith::AddIOp>(loc, rowInBlock, i32(8 * h));
+        Value byte = b.create<arith::AddIOp>(loc, i32(8 * (nb % 2)), b.create<arith::MulIOp>(loc, q4, i32(2)));
+        ptx("st.shared.b16 [$0], $1;", "r,h", {swizzled(srow, i32(nb / 2), byte), pair});
+      }
   } else {
     // f32: each register pair is 8 bytes of one row.
     for (int64_t nb = 0; nb < cols / 8; ++nb)
@@ -310,7 +351,8 @@ LogicalResult KernelBuilder::stageChunk(TmaParam &t, Value acc, Value rowBlock, 
     Value addr = swizzled(row, b.create<arith::DivUIOp>(loc, byteCol, i32(16)),
                           b.create<arith::RemUIOp>(loc, byteCol, i32(16)));
     auto sptr = b.create<LLVM::IntToPtrOp>(loc, LLVM::LLVMPointerType::get(ctx, 3), addr);
-    Value v = b.create<LLVM::LoadOp>(loc, outTy, sptr);
+    // (fp8 is i8 bits here, as everywhere in the lowering.)
+    Value v = b.create<LLVM::LoadOp>(loc, isFp8(outTy) ? b.getI8Type() : outTy, sptr);
     if (failed(storeValue(store, {b.create<arith::AddIOp>(loc, tileRow, row),
                                   b.create<arith::AddIOp>(loc, col, i32(chunk * cols))},
                           v)))
