@@ -26,6 +26,23 @@ struct fp8_gemm {
   }
 };
 
+/// Rowwise scaling, the usual fp8 inference recipe (PyTorch's `_scaled_mm` with rowwise scales):
+/// one f32 scale per row of A (per token) and one per row of B (per output channel),
+/// C = cast<TC>((A @ B^T) * sa[m] * sb[n]), applied in the epilogue on the f32 accumulator.
+template <class TC, int BM_, int BN_>
+struct fp8_gemm_rowwise {
+  static constexpr auto BM = ts::c<BM_>, BN = ts::c<BN_>, BK = ts::c<128>;
+
+  void operator()(ts::tensor<ts::f8e4m3, 2> A, ts::tensor<ts::f8e4m3, 2> B, ts::tensor<ts::f32, 1> sa,
+                  ts::tensor<ts::f32, 1> sb, ts::tensor<TC, 2> C) const {
+    auto m = ts::program_id(0) * BM, n = ts::program_id(1) * BN;
+    auto acc = ts::zeros<ts::f32>(BM, BN);
+    for (auto k : ts::range(0, A.size(1), BK))
+      acc += ts::dot(A.load({m, k}, BM, BK), B.load({n, k}, BN, BK).T());
+    C.store({m, n}, ts::cast<TC>(acc * sa.load({m}, BM).col() * sb.load({n}, BN).row()));
+  }
+};
+
 /// SwiGLU's gate and up projections from fp8 weights as one dual GEMM (two dots sharing the A
 /// tile; docs/dual-gemm.md): H = bf16(silu(scale * A W1^T) * (scale * A W3^T)).
 template <int BM_, int BN_>

@@ -92,6 +92,16 @@ TEST_F(Fp8Jit, AnFp8OutputIsStagedForTmaStores) {
               HasSubstr("{hopper.store = \"registers\"}"));
 }
 
+TEST_F(Fp8Jit, RowwiseScalesInEverySchedule) {
+  for (ts::schedule s : {ts::schedule::tma, ts::schedule::warp_specialized, ts::schedule::cooperative,
+                         ts::schedule::pingpong}) {
+    SCOPED_TRACE(ts::to_string(s));
+    ts::kernel k = ts::jit(examples::fp8_gemm_rowwise<ts::f8e4m3, 128, 128>{}, {.schedule = s});
+    EXPECT_THAT(k.stage("ptx"), HasSubstr("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3"));
+    EXPECT_THAT(k.stage("ptx"), HasSubstr("cvt.rn.satfinite.e4m3x2.f32"));
+  }
+}
+
 TEST_F(Fp8Jit, ConversionsUseTheHardwareCvt) {
   ts::kernel q = ts::jit(examples::fp8_gemm<ts::f8e4m3, ts::f8e4m3, ts::f8e4m3, 128, 192>{},
                          {.schedule = ts::schedule::pingpong});
