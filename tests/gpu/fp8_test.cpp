@@ -14,7 +14,8 @@
 //   * the quantize / dequantize pair of an fp8 pipeline (fp8_roundtrip): f32 -> e4m3 / e5m2 must
 //     equal the host's round-to-nearest-even with saturation (tessel.cast's rule) bit for bit on
 //     ties, subnormals, values past the largest finite one, infinities and NaN; the dequantized
-//     value must be the code's exact value.
+//     value must be the code's exact value, computed from the register and after a load from
+//     memory (an elementwise kernel reading the fp8 tensor back).
 // Outputs are NaN-poisoned inside a sentinel-filled buffer (tb::guarded_output): nothing outside
 // an output may change and every element must be written, with rows padded to 16 bytes (run 1)
 // and with rows one element past a 16-byte multiple (run 2, which must match run 1 exactly).
@@ -403,6 +404,17 @@ INSTANTIATE_TEST_SUITE_P(Cases, Fp8Swiglu,
 
 class Fp8Roundtrip : public ::testing::TestWithParam<tb::fp8_kind> {};
 
+/// Dequantization from memory: Y = f32(Q) * 2, Q an fp8 tensor (fp8 element loads in an
+/// elementwise kernel).
+template <class TQ>
+struct dequant {
+  void operator()(ts::tensor<TQ, 2> Q, ts::tensor<ts::f32, 2> Y) const {
+    using namespace ts::literals;
+    auto m = ts::program_id(0) * 64_c, n = ts::program_id(1) * 64_c;
+    Y.store({m, n}, ts::cast<ts::f32>(Q.load({m, n}, 64_c, 64_c)) * 2.0f);
+  }
+};
+
 template <class TQ>
 void check_roundtrip(tb::fp8_kind kind) {
   constexpr std::int64_t M = 67, N = 160;  // partial tiles of 64 x 64
@@ -458,6 +470,27 @@ void check_roundtrip(tb::fp8_kind kind) {
         ADD_FAILURE() << "cast<f32>(0x" << std::hex << int(got) << std::dec << ") = " << dv << ", want " << qv;
     }
   EXPECT_EQ(bad, 0);
+
+  // Q as written (every code the cast produced), read back by an elementwise kernel.
+  tb::guarded_output y(tb::guarded_matrix(M, N, N + 1, 4, /*aligned=*/false));
+  y.reset();
+  ts::kernel dq = ts::jit(dequant<TQ>{});
+  dq.launch(nullptr, ts::grid{unsigned(ts::cdiv(M, std::int64_t(64))), unsigned(ts::cdiv(N, std::int64_t(64)))},
+            ts::view<TQ>(q.data(), {M, N}, {tb::padded_ld(N, 1), 1}), ts::view<ts::f32>(y.data(), {M, N}, {N + 1, 1}));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
+  const tb::guard_report gy = y.check();
+  EXPECT_TRUE(gy.ok()) << "Y: " << gy.str();
+  int wrong = 0;
+  for (std::int64_t r = 0; r < M; ++r)
+    for (std::int64_t c = 0; c < N; ++c) {
+      std::uint32_t yw = y.bits(0, r, c);
+      float yv;
+      std::memcpy(&yv, &yw, 4);
+      const double want = 2 * tb::fp8_to_double(std::uint8_t(q.bits(0, r, c)), kind);
+      if (!(yv == want || (std::isnan(yv) && std::isnan(want))) && wrong++ < 8)
+        ADD_FAILURE() << "f32(Q[" << r << "][" << c << "]) * 2 = " << yv << ", want " << want;
+    }
+  EXPECT_EQ(wrong, 0);
 }
 
 TEST_P(Fp8Roundtrip, RoundsToNearestEvenAndSaturates) {

@@ -73,6 +73,15 @@ struct recode {
   }
 };
 
+// fp8 element loads in an elementwise kernel (widened through cvt.rn.f16x2.e5m2x2).
+struct widen {
+  void operator()(ts::tensor<ts::f8e5m2, 2> X, ts::tensor<ts::f32, 2> Y) const {
+    using namespace ts::literals;
+    auto m = ts::program_id(0) * 64_c, n = ts::program_id(1) * 64_c;
+    Y.store({m, n}, ts::cast<ts::f32>(X.load({m, n}, 64_c, 64_c)) * 2.0f);
+  }
+};
+
 TEST_F(Fp8Jit, AnFp8OutputIsStagedForTmaStores) {
   // tessel-lower-epilogue rule 1 with 1-byte elements: BN x 1 byte a multiple of 128 (128x128,
   // 128x256); each fragment pair converted by one cvt x2 and written with st.shared.b16.
@@ -112,6 +121,9 @@ TEST_F(Fp8Jit, ConversionsUseTheHardwareCvt) {
   ts::kernel rt5 = ts::jit(examples::fp8_roundtrip<ts::f8e5m2, 64, 64>{});
   EXPECT_THAT(rt5.stage("ptx"), HasSubstr("cvt.rn.satfinite.e5m2x2.f32"));
   EXPECT_THAT(rt5.stage("ptx"), HasSubstr("cvt.rn.f16x2.e5m2x2"));
+  const std::string wd = ts::jit(widen{}).stage("ptx");
+  EXPECT_THAT(wd, HasSubstr("ld.global.b8"));
+  EXPECT_THAT(wd, HasSubstr("cvt.rn.f16x2.e5m2x2"));
   const std::string rc = ts::jit(recode{}).stage("ptx");
   EXPECT_THAT(rc, HasSubstr("cvt.rn.f16x2.e4m3x2"));
   EXPECT_THAT(rc, HasSubstr("cvt.rn.satfinite.e5m2x2.f32"));
