@@ -406,6 +406,14 @@ LoadedKernel& kernel_impl::select(std::span<const tensor_arg> args, grid g) {
   if (!layoutFailure.empty() && verbose())
     std::fprintf(stderr, "tessel: %s: %s\n", head().c_str(), layoutFailure.c_str());
   const std::string what = "argument " + std::to_string(violation->arg) + ": " + violation->message;
+  // fp8 has no multistage path (docs/fp8.md): say so instead of quoting the
+  // fallback's compile error.
+  const dtype vt = args[std::size_t(violation->arg)].type;
+  if (vt == dtype::f8e4m3 || vt == dtype::f8e5m2)
+    throw tessel::error("tessel: " + head() + " " + what + "; an " + dtypeName(vt) +
+                        " tensor has no fallback (schedule multistage has no fp8 path): fp8 tensors must meet "
+                        "TMA's rules (16-byte aligned base, strides of 16-byte multiples, the last dimension "
+                        "contiguous)");
   const FallbackPolicy policy = fallbackPolicy();
   if (policy == FallbackPolicy::error)
     throw tessel::error("tessel: " + head() + " " + what +
