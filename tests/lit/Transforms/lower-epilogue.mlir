@@ -4,6 +4,7 @@
 // RUN: tessel-opt %inputs/gemm_128x256.mlir -tessel-select-schedule="schedule=multistage" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=MS
 // RUN: tessel-opt %inputs/gemm_alpha_beta_128x128.mlir -tessel-select-schedule="schedule=pingpong" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=C0
 // RUN: tessel-opt %inputs/gemm_alpha_beta_128x128.mlir -tessel-select-schedule="schedule=tma" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=C0-TMA
+// RUN: tessel-opt %inputs/gemm_128x128_fp8.mlir -tessel-select-schedule="schedule=pingpong" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=FP8
 
 // Cooperative (stream-K by default): the fixup, then a TMA store through the
 // staging buffers.
@@ -12,6 +13,9 @@
 
 // WS: hopper.epilogue staging_buffers 2 fixup "none"
 // WS: tessel.store {{.*}} {hopper.store = "tma_store"}
+
+// An e4m3 output of 128 bytes per row (one whole chunk): staged too.
+// FP8: tessel.store {{.*}} {hopper.store = "tma_store"} : tensor<128x128xf8E4M3FN>
 
 // TMA: hopper.epilogue staging_buffers 0 fixup "none"
 // TMA: tessel.store {{.*}} {hopper.store = "register_pairs"}

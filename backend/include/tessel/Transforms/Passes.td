@@ -142,7 +142,7 @@ def TesselLowerEpilogue : Pass<"tessel-lower-epilogue", "mlir::ModuleOp"> {
   let description = [{
     Marks each `tessel.store` after the mainloop with its path
     (`hopper.store`): `tma_store` through staging buffers (warp-specialized
-    schedules; BM x BN tiles of 16- or 32-bit floats into 2-d tensors, rows
+    schedules; BM x BN tiles of 8- (fp8), 16- or 32-bit floats into 2-d tensors, rows
     of whole 128-byte chunks), `registers`, `register_pairs` (tma), or
     `fragments` (multistage); and declares the epilogue's staging buffers
     and its stream-K fixup.
