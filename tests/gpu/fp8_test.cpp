@@ -43,6 +43,14 @@ namespace tb = tessel_bench;
 
 namespace {
 
+/// A device copy of `host` (synchronous).
+template <class T>
+tb::device_buffer upload(const std::vector<T>& host) {
+  tb::device_buffer d(host.size() * sizeof(T));
+  TB_CUDA(cudaMemcpy(d.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return d;
+}
+
 enum class out_kind { bf16, f32, e4m3 };
 const char* out_name(out_kind o) { return o == out_kind::bf16 ? "bf16" : o == out_kind::f32 ? "f32" : "e4m3"; }
 const char* kind_name(tb::fp8_kind k) { return k == tb::fp8_kind::e4m3 ? "e4m3" : "e5m2"; }
@@ -169,9 +177,7 @@ TEST_P(Fp8Gemm, MatchesReference) {
   const std::uint64_t seed = std::uint64_t(c.m * 1000003 + c.n * 7919 + c.k * 31 + c.bn);
   const std::vector<std::uint8_t> a = tb::random_fp8(std::size_t(c.m * c.k), seed, c.a);
   const std::vector<std::uint8_t> b = tb::random_fp8(std::size_t(c.n * c.k), seed + 1, c.b);
-  tb::device_buffer da(a.size()), db(b.size());
-  ASSERT_EQ(cudaMemcpy(da.get(), a.data(), a.size(), cudaMemcpyHostToDevice), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(db.get(), b.data(), b.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  const tb::device_buffer da = upload(a), db = upload(b);
   // A power of two keeps scale * (A B^T) exact before the output's rounding; an e4m3 output
   // needs the values inside its range (|sum| <= 16 K).
   const float scale = c.out == out_kind::e4m3 ? std::ldexp(1.0f, -int(std::ceil(std::log2(double(c.k))))) : 0.5f;
@@ -276,11 +282,7 @@ TEST_P(Fp8Rowwise, MatchesReference) {
   std::vector<float> sa(std::size_t(c.m)), sb(std::size_t(c.n));
   for (float& s : sa) s = std::exp2(u(rng));
   for (float& s : sb) s = std::exp2(u(rng));
-  tb::device_buffer da(a.size()), db(b.size()), dsa(sa.size() * 4), dsb(sb.size() * 4);
-  ASSERT_EQ(cudaMemcpy(da.get(), a.data(), a.size(), cudaMemcpyHostToDevice), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(db.get(), b.data(), b.size(), cudaMemcpyHostToDevice), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(dsa.get(), sa.data(), sa.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(dsb.get(), sb.data(), sb.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  const tb::device_buffer da = upload(a), db = upload(b), dsa = upload(sa), dsb = upload(sb);
   const int eb = out_bytes(c.out);
   const std::int64_t ld = tb::padded_ld(c.n, eb);
   tb::guarded_output out(tb::guarded_matrix(c.m, c.n, ld, eb));
@@ -349,10 +351,7 @@ TEST_P(Fp8Swiglu, MatchesReference) {
   const std::vector<std::uint8_t> a = tb::random_fp8(std::size_t(c.m * c.k), seed, e4),
                                   w1 = tb::random_fp8(std::size_t(c.n * c.k), seed + 1, e4),
                                   w3 = tb::random_fp8(std::size_t(c.n * c.k), seed + 2, e4);
-  tb::device_buffer da(a.size()), dw1(w1.size()), dw3(w3.size());
-  ASSERT_EQ(cudaMemcpy(da.get(), a.data(), a.size(), cudaMemcpyHostToDevice), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(dw1.get(), w1.data(), w1.size(), cudaMemcpyHostToDevice), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(dw3.get(), w3.data(), w3.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  const tb::device_buffer da = upload(a), dw1 = upload(w1), dw3 = upload(w3);
   const float scale = 1.0f / 64;  // keeps silu's argument in a range where it is not trivially 0 or x
   const std::int64_t ld = tb::padded_ld(c.n, 2);
   tb::guarded_output h(tb::guarded_matrix(c.m, c.n, ld, 2));
@@ -439,8 +438,7 @@ void check_roundtrip(tb::fp8_kind kind) {
                                  std::uniform_int_distribution<int>(-12, 17)(rng))));
   x.resize(std::size_t(M * N));
 
-  tb::device_buffer dx(x.size() * 4);
-  ASSERT_EQ(cudaMemcpy(dx.get(), x.data(), x.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  const tb::device_buffer dx = upload(x);
   tb::guarded_output q(tb::guarded_matrix(M, N, tb::padded_ld(N, 1), 1));
   tb::guarded_output d(tb::guarded_matrix(M, N, N + 3, 4, /*aligned=*/false));
   q.reset();

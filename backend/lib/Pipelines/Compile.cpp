@@ -127,16 +127,6 @@ private:
   return p;
 }
 
-::tessel::dtype toDtype(Type t) {
-  if (t.isF16()) return ::tessel::dtype::f16;
-  if (t.isBF16()) return ::tessel::dtype::bf16;
-  if (t.isF32()) return ::tessel::dtype::f32;
-  if (t.isInteger(1)) return ::tessel::dtype::i1;
-  if (isa<Float8E4M3FNType>(t)) return ::tessel::dtype::f8e4m3;
-  if (isa<Float8E5M2Type>(t)) return ::tessel::dtype::f8e5m2;
-  return ::tessel::dtype::i32;
-}
-
 /// The kernel's size contracts (SizeContract) and which arguments it stores
 /// into, read off the scheduled tessel IR (after CSE, so that a repeated
 /// `program_id(0) * BM` is one value). For every tessel.load / tessel.store of
@@ -270,13 +260,13 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
     for (Type t : fn.getArgumentTypes()) {
       // A runtime scalar (ts::scalar<f32 / i32>) is a plain f32 / i32 argument: rank 0.
       if (t.isF32() || t.isInteger(32)) {
-        k.args.push_back({toDtype(t), /*rank=*/0, false});
+        k.args.push_back({::tessel::dtypeOf(t), /*rank=*/0, false});
         continue;
       }
       auto ref = dyn_cast<mlir::tessel::RefType>(t);
       if (!ref)
         throw fail("kernel arguments must be tensors (!tessel.ref) or f32 / i32 scalars");
-      k.args.push_back({toDtype(ref.getElementType()), static_cast<int>(ref.getRank()), false});
+      k.args.push_back({::tessel::dtypeOf(ref.getElementType()), static_cast<int>(ref.getRank()), false});
     }
   }
   if (k.name.empty())
@@ -397,6 +387,16 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
 }
 
 namespace tessel {
+
+dtype dtypeOf(Type t) {
+  if (t.isF16()) return dtype::f16;
+  if (t.isBF16()) return dtype::bf16;
+  if (t.isF32()) return dtype::f32;
+  if (t.isInteger(1)) return dtype::i1;
+  if (isa<Float8E4M3FNType>(t)) return dtype::f8e4m3;
+  if (isa<Float8E5M2Type>(t)) return dtype::f8e5m2;
+  return dtype::i32;
+}
 
 CompiledKernel recompileStagesFor(const std::string &tracedText, const options &o, CompileMode mode) {
   DialectRegistry registry;

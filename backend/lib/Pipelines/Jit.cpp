@@ -234,13 +234,7 @@ std::optional<tessel::runtime::AutoGemmInfo> autoGemmInfo(mlir::ModuleOp module,
     g.bm = static_cast<int>(c.getDimSize(0));
     g.bn = static_cast<int>(c.getDimSize(1));
     g.bk = static_cast<int>(a.getDimSize(1));
-    mlir::Type e = a.getElementType();
-    g.type = e.isBF16()                                ? tessel::dtype::bf16
-             : e.isF16()                               ? tessel::dtype::f16
-             : mlir::isa<mlir::Float8E4M3FNType>(e)    ? tessel::dtype::f8e4m3
-             : mlir::isa<mlir::Float8E5M2Type>(e)      ? tessel::dtype::f8e5m2
-             : e.isF32()                               ? tessel::dtype::f32
-                                                       : tessel::dtype::i32;
+    g.type = tessel::dtypeOf(a.getElementType());
     if (auto loop = dot->getParentOfType<mlir::scf::ForOp>())
       if (auto dim = loop.getUpperBound().getDefiningOp<mlir::tessel::DimOp>())
         if (auto arg = mlir::dyn_cast<mlir::BlockArgument>(dim->getOperand(0))) {

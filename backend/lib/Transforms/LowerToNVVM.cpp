@@ -65,6 +65,22 @@ Value KernelBuilder::ptx(StringRef code, StringRef constraints, ValueRange opera
   return emitPtx(b, loc, code, constraints, operands, result);
 }
 
+static StringRef fp8Pair(Type fp8) { return isa<Float8E4M3FNType>(fp8) ? "e4m3x2" : "e5m2x2"; }
+
+Value KernelBuilder::fp8ToF32(Type fp8, Value bits) {
+  // cvt.rn.f16x2.{e4m3,e5m2}x2 (exact), then cvt.f32.f16 (exact).
+  return ptx(("{\n.reg .b32 h2;\n.reg .b16 lo, hi;\ncvt.rn.f16x2." + fp8Pair(fp8) +
+              " h2, $1;\nmov.b32 {lo, hi}, h2;\ncvt.f32.f16 $0, lo;\n}")
+                 .str(),
+             "=f,h", {b.create<arith::ExtUIOp>(loc, b.getI16Type(), bits)}, b.getF32Type());
+}
+
+Value KernelBuilder::f32ToFp8Pair(Type fp8, Value first, Value second) {
+  // The instruction's first source lands in the high byte.
+  return ptx(("cvt.rn.satfinite." + fp8Pair(fp8) + ".f32 $0, $1, $2;").str(), "=h,f,f",
+             {second, first}, b.getI16Type());
+}
+
 void KernelBuilder::spinWait(StringRef decls, function_ref<std::string(int)> probe, bool doneIfP,
                              StringRef constraints, ValueRange operands, StringRef what, Value id,
                              Value parity) {
@@ -418,11 +434,7 @@ FailureOr<Value> KernelBuilder::element(Value v, ArrayRef<Value> coords) {
     //                the sign (+-448, +-57344), NaN to NaN.
     Value in32 = *in; // the source as f32 where fp8 is involved
     if (isFp8(fromTessel)) {
-      StringRef kind = isa<Float8E4M3FNType>(fromTessel) ? "e4m3x2" : "e5m2x2";
-      in32 = ptx(("{\n.reg .b32 h2;\n.reg .b16 lo, hi;\ncvt.rn.f16x2." + kind +
-                  " h2, $1;\nmov.b32 {lo, hi}, h2;\ncvt.f32.f16 $0, lo;\n}")
-                     .str(),
-                 "=f,h", {b.create<arith::ExtUIOp>(loc, b.getI16Type(), *in)}, b.getF32Type());
+      in32 = fp8ToF32(fromTessel, *in);
       if (to.isF32())
         return in32;
       if (!isFp8(to))
@@ -431,12 +443,9 @@ FailureOr<Value> KernelBuilder::element(Value v, ArrayRef<Value> coords) {
     }
     if (isFp8(to)) {
       Value f = from.isF32() ? in32 : b.create<arith::ExtFOp>(loc, b.getF32Type(), in32).getResult();
-      StringRef kind = isa<Float8E4M3FNType>(to) ? "e4m3x2" : "e5m2x2";
-      // The pair's second element (zero) lands in the high byte.
+      // A pair with zero in the high byte, truncated.
       Value zero = b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(0.0f));
-      Value pair = ptx(("cvt.rn.satfinite." + kind + ".f32 $0, $1, $2;").str(), "=h,f,f",
-                       {zero, f}, b.getI16Type());
-      return b.create<arith::TruncIOp>(loc, b.getI8Type(), pair).getResult();
+      return b.create<arith::TruncIOp>(loc, b.getI8Type(), f32ToFp8Pair(to, f, zero)).getResult();
     }
     if (isa<FloatType>(from) && isa<FloatType>(to))
       return from.getIntOrFloatBitWidth() > to.getIntOrFloatBitWidth()

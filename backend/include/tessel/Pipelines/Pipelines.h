@@ -93,6 +93,9 @@ std::vector<std::pair<std::string, std::string>> recompileStages(const std::stri
 CompiledKernel recompileStagesFor(const std::string &tracedText, const options &o, CompileMode mode);
 
 std::string scheduleName(schedule s);
+/// The dtype of an MLIR element type (f16, bf16, f32, i1, f8E4M3FN, f8E5M2; i32 otherwise): what
+/// the runtime records for kernel arguments and for the dot's operands.
+dtype dtypeOf(mlir::Type t);
 /// options::decomposition as the pass option spells it: auto, data-parallel, stream-k.
 std::string decompositionName(decomposition d);
 

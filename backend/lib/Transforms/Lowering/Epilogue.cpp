@@ -284,9 +284,7 @@ LogicalResult KernelBuilder::stageChunk(TmaParam &t, Value acc, Value rowBlock, 
             f.push_back(v->getType().isF32() ? *v
                                              : b.create<arith::ExtFOp>(loc, b.getF32Type(), *v).getResult());
           }
-          StringRef kind = isa<Float8E4M3FNType>(cast.getType().getElementType()) ? "e4m3x2" : "e5m2x2";
-          pair = ptx(("cvt.rn.satfinite." + kind + ".f32 $0, $1, $2;").str(), "=h,f,f", {f[1], f[0]},
-                     b.getI16Type());
+          pair = f32ToFp8Pair(cast.getType().getElementType(), f[0], f[1]);
         } else {
           auto pr = pairAt(r);
           if (failed(pr))

@@ -70,6 +70,12 @@ private:
   Value i64(int64_t v) { return b.create<arith::ConstantIntOp>(loc, b.getI64Type(), v); }
   /// Inline PTX with side effects; operands bind to $0.. in order.
   Value ptx(StringRef code, StringRef constraints, ValueRange operands, Type result = {});
+  /// fp8 conversions (fp8 values are i8 bits; `fp8` names the format):
+  /// the f32 value of `bits` (exact), and two f32 values as one fp8 pair,
+  /// `first` in the low byte (cvt.rn.satfinite: rounds to nearest even,
+  /// saturates to the largest finite value, NaN stays NaN).
+  Value fp8ToF32(Type fp8, Value bits);
+  Value f32ToFp8Pair(Type fp8, Value first, Value second);
   void barSync() { ptx("bar.sync 0;", "", {}); }
   Value smemAddr(int64_t offset) { return b.create<arith::AddIOp>(loc, smemBase32, i32(offset)); }
   Value smemAddr(Value offset) { return b.create<arith::AddIOp>(loc, smemBase32, offset); }
