@@ -502,4 +502,55 @@ TEST_P(Fp8Roundtrip, RoundsToNearestEvenAndSaturates) {
 INSTANTIATE_TEST_SUITE_P(Kinds, Fp8Roundtrip, ::testing::Values(tb::fp8_kind::e4m3, tb::fp8_kind::e5m2),
                          [](const ::testing::TestParamInfo<tb::fp8_kind>& i) { return std::string(kind_name(i.param)); });
 
+
+// ---- one fp8 format to the other -------------------------------------------------------------------
+
+/// Y = cast<TO>(X) for fp8 X: widened to f32 (exact), then one rounding (satfinite).
+template <class TI, class TO>
+struct recode {
+  void operator()(ts::tensor<TI, 2> X, ts::tensor<TO, 2> Y) const {
+    using namespace ts::literals;
+    auto m = ts::program_id(0) * 64_c, n = ts::program_id(1) * 64_c;
+    Y.store({m, n}, ts::cast<TO>(X.load({m, n}, 64_c, 64_c)));
+  }
+};
+
+template <class TI, class TO>
+void check_recode(tb::fp8_kind from, tb::fp8_kind to) {
+  constexpr std::int64_t M = 67, N = 160;  // partial tiles of 64 x 64
+  std::vector<std::uint8_t> x(std::size_t(M * N));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::uint8_t(i * 0x9d + (i >> 8));  // every code, scrambled
+  for (int c = 0; c < 0x100; ++c) x[std::size_t(c)] = std::uint8_t(c);                  // and in order
+  const tb::device_buffer dx = upload(x);
+  tb::guarded_output y(tb::guarded_matrix(M, N, tb::padded_ld(N, 1) + 16, 1, /*aligned=*/false));
+  y.reset();
+  ts::kernel k = ts::jit(recode<TI, TO>{});
+  k.launch(nullptr, ts::grid{unsigned(ts::cdiv(M, std::int64_t(64))), unsigned(ts::cdiv(N, std::int64_t(64)))},
+           ts::view<TI>(dx.get(), {M, N}), ts::view<TO>(y.data(), {M, N}, {tb::padded_ld(N, 1) + 16, 1}));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
+  const tb::guard_report gy = y.check();
+  EXPECT_TRUE(gy.ok()) << "Y: " << gy.str();
+  int bad = 0;
+  for (std::int64_t r = 0; r < M; ++r)
+    for (std::int64_t c = 0; c < N; ++c) {
+      const std::uint8_t in = x[std::size_t(r * N + c)];
+      const std::uint8_t want = tb::double_to_fp8(tb::fp8_to_double(in, from), to), got = std::uint8_t(y.bits(0, r, c));
+      const bool nans = std::isnan(tb::fp8_to_double(want, to)) && std::isnan(tb::fp8_to_double(got, to));
+      if (want != got && !nans && bad++ < 8)
+        ADD_FAILURE() << "cast(0x" << std::hex << int(in) << " = " << tb::fp8_to_double(in, from) << ") = 0x"
+                      << int(got) << ", want 0x" << int(want) << std::dec;
+    }
+  EXPECT_EQ(bad, 0);
+}
+
+TEST(Fp8Recode, E4m3ToE5m2RoundsOnce) {
+  TESSEL_REQUIRE_GPU();
+  check_recode<ts::f8e4m3, ts::f8e5m2>(tb::fp8_kind::e4m3, tb::fp8_kind::e5m2);
+}
+
+TEST(Fp8Recode, E5m2ToE4m3Saturates) {
+  TESSEL_REQUIRE_GPU();
+  check_recode<ts::f8e5m2, ts::f8e4m3>(tb::fp8_kind::e5m2, tb::fp8_kind::e4m3);
+}
+
 }  // namespace

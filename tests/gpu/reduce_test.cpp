@@ -250,6 +250,40 @@ TEST_P(ReduceGemm, RowAmaxRowSumColumnMaxRandom) {
   run_reduce(GetParam(), {333, 97, 128}, /*exact=*/false);
 }
 
+/// Leaves NaN in the operand ring of every SM (as far as the GPU keeps shared memory from one
+/// launch to the next, which it does not promise): the kernel once over NaN operands whose tiles
+/// are all whole.
+void stale_nan_ring(const ts::kernel& k) {
+  const std::int64_t M = 1024, N = 1024, K = 512;
+  tb::device_buffer da(M * K * 2), db(N * K * 2), dbias(N * 2), dc(M * N * 2), d1(M * 4), d2(M * 4), d3(N * 4);
+  for (const tb::device_buffer* d : {&da, &db, &dbias})
+    ASSERT_EQ(cudaMemset(d->get(), 0xFF, d->bytes()), cudaSuccess);  // bf16 NaN
+  k.launch(nullptr, ts::grid{unsigned(M / 128), unsigned(N / 128)}, ts::view<ts::bf16>(da.get(), {M, K}),
+           ts::view<ts::bf16>(db.get(), {N, K}), ts::view<ts::bf16>(dbias.get(), {N}),
+           ts::view<ts::bf16>(dc.get(), {M, N}), ts::view<ts::f32>(d1.get(), {M}), ts::view<ts::f32>(d2.get(), {M}),
+           ts::view<ts::f32>(d3.get(), {N}));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+// Tiles taller or wider than the tensor (M < BM, N < BN) load boxes clipped to its rows
+// (Ring.cpp): the ring rows past them keep whatever an earlier launch left there, here NaN.
+// Those rows only reach accumulator rows / columns that no store writes and every reduction
+// leaves out: C, the row and column reductions stay exact.
+TEST_P(ReduceGemm, ClippedBoxesOverStaleSharedMemory) {
+  TESSEL_REQUIRE_GPU();
+  const config& cfg = GetParam();
+  auto& ck = tessel_gpu_test::cached("reduce_gemm_bias:" + label(cfg), [&] {
+    return ts::jit(tessel_test::gemm_bias_reduce<128, 128>{}, options_for(cfg));
+  });
+  ASSERT_TRUE(ck.kernel) << ck.error;
+  for (shape s : {shape{13, 304, 576}, shape{200, 40, 320}, shape{5, 3, 200}, shape{64, 128, 1024}}) {
+    stale_nan_ring(*ck.kernel);
+    run_reduce(cfg, s, /*exact=*/true);
+    stale_nan_ring(*ck.kernel);
+    run_reduce(cfg, s, /*exact=*/false);
+  }
+}
+
 // A NaN in row r of A makes row r of Y NaN: rowamax[r], rowsum[r] and every colmax[j] are NaN;
 // the other rows are unaffected.
 TEST_P(ReduceGemm, NaNPropagates) {

@@ -180,7 +180,8 @@ std::uint8_t double_to_fp8(double v, fp8_kind k) {
   const double a = std::fabs(v);
   // Saturation first: far past the largest finite value, |x - a| no longer tells codes apart.
   const int max_code = k == fp8_kind::e4m3 ? 0x7e : 0x7b;
-  if (a >= fp8_to_double(std::uint8_t(max_code), k)) return std::uint8_t(max_code | (v < 0 ? 0x80 : 0));
+  const int sign = std::signbit(v) ? 0x80 : 0;  // -0 keeps its sign
+  if (a >= fp8_to_double(std::uint8_t(max_code), k)) return std::uint8_t(max_code | sign);
   int best = 0;
   double best_d = HUGE_VAL;
   for (int c = 0; c < 0x80; ++c) {
@@ -189,7 +190,7 @@ std::uint8_t double_to_fp8(double v, fp8_kind k) {
     const double d = std::fabs(x - a);
     if (d < best_d || (d == best_d && (c & 1) == 0)) best = c, best_d = d;
   }
-  return std::uint8_t(best | (v < 0 ? 0x80 : 0));
+  return std::uint8_t(best | sign);
 }
 
 std::vector<std::uint8_t> random_fp8(std::size_t n, std::uint64_t seed, fp8_kind k) {

@@ -55,7 +55,7 @@ std::string tile_shape::str() const {
 
 const std::vector<tile_shape>& supported_tiles() {
   static const std::vector<tile_shape> tiles = {{128, 256, 64}, {128, 192, 64}, {128, 128, 64}, {256, 192, 64}, {256, 128, 64}, {192, 128, 64},
-                                                {128, 64, 64},
+                                                {128, 64, 64}, {64, 256, 64}, {64, 128, 64}, {64, 64, 64},
                                                 // BK 32: multistage only
                                                 {128, 128, 32}, {128, 256, 32}, {256, 128, 32}};
   return tiles;
@@ -167,6 +167,9 @@ auto with_tile(const tile_shape& t, Make make) {
   if (t == tile_shape{256, 128, 64}) return make.template operator()<256, 128, 64>();
   if (t == tile_shape{192, 128, 64}) return make.template operator()<192, 128, 64>();
   if (t == tile_shape{128, 64, 64}) return make.template operator()<128, 64, 64>();
+  if (t == tile_shape{64, 256, 64}) return make.template operator()<64, 256, 64>();
+  if (t == tile_shape{64, 128, 64}) return make.template operator()<64, 128, 64>();
+  if (t == tile_shape{64, 64, 64}) return make.template operator()<64, 64, 64>();
   if (t == tile_shape{128, 128, 32}) return make.template operator()<128, 128, 32>();
   if (t == tile_shape{128, 256, 32}) return make.template operator()<128, 256, 32>();
   if (t == tile_shape{256, 128, 32}) return make.template operator()<256, 128, 32>();

@@ -84,7 +84,7 @@ private:
   ScopedDiagnosticHandler handler;
 };
 
-/// "ptr:0", "size:0:1", "stride:2:0", "tma:1:64x256:128", "tma:1:32x64:64:c0",
+/// "ptr:0", "size:0:1", "stride:2:0", "tma:1:64x256:128", "tma:1:32x64:64:c0", "tma:0:64x64:128:r",
 /// "tmastore:2:64x64:128", "tmaprefetch:3:128x128:0", "tmaok:2", "grid:0", "workspace:131072",
 /// "scalar:3" -> ParamSpec.
 ::tessel::ParamSpec parseParam(StringRef s) {
@@ -121,8 +121,12 @@ private:
     auto [inner, outer] = parts[2].split('x');
     p.box = {static_cast<uint32_t>(num(inner)), static_cast<uint32_t>(num(outer)), 1};
     p.swizzleBytes = num(parts[3]);
-    if (parts.size() > 4 && parts[4].consume_front("c"))
-      p.contiguousDim = num(parts[4]);
+    for (size_t i = 4; i < parts.size(); ++i) {
+      if (parts[i] == "r")
+        p.clipRows = true;
+      else if (parts[i].consume_front("c"))
+        p.contiguousDim = num(parts[i]);
+    }
   }
   return p;
 }

@@ -373,6 +373,7 @@ std::string encodeCacheEntry(std::string_view key, std::uint64_t sourceHash, con
       w.i32(q.swizzleBytes);
       w.i32(q.contiguousDim);
       w.u8(q.store);
+      w.u8(q.clipRows);
     }
   });
   p.record("size-contracts", [&](Writer& w) {
@@ -507,6 +508,7 @@ std::optional<DecodedEntry> decodeCacheEntry(std::string_view data, std::string_
            q.swizzleBytes = rr.i32();
            q.contiguousDim = rr.i32();
            q.store = rr.u8() != 0;
+           q.clipRows = rr.u8() != 0;
            k.params.push_back(q);
          }
        });

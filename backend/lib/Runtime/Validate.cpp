@@ -596,6 +596,10 @@ std::vector<ParamValue> planParams(const CompiledKernel& k, std::span<const tens
       }
       for (int j = 1; j < a.rank; ++j)
         e.globalStrides[j - 1] = tmaStrideBytes(a, order, j);
+      // Rows past the tensor are not loaded (the kernel expects the same bytes: Ring.cpp).
+      if (p.clipRows && a.rank >= 2)
+        e.boxDim[1] = static_cast<std::uint32_t>(
+            std::min<std::uint64_t>(e.boxDim[1], (e.globalDim[1] + 7) / 8 * 8));
       break;
     }
     }

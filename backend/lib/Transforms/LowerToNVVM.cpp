@@ -541,6 +541,16 @@ LogicalResult KernelBuilder::buildSignature() {
       int64_t rank = cast<RefType>(fn.getArgumentTypes()[l->argIndex]).getRank();
       if (l->contiguousDim != rank - 1)
         t.contiguousDim = l->contiguousDim;
+      // A K-major tile that one CTA loads whole has its box rows clipped to
+      // the tensor's rows (rounded up to 8) at launch: with M < BM (or N <
+      // BN) TMA would otherwise fill the rows past the tensor with zeros,
+      // and that costs as much as loading them (docs/small-m.md). The rows
+      // left out only ever reach accumulator rows (columns) past M (N),
+      // which no store writes and every reduction leaves out.
+      if (!l->mnMajor && cs == 1 && l->outer > 8) {
+        t.clipDim = l->lead + 1 - l->tileContiguousDim();
+        t.clipRowBytes = l->tileBytes() / l->outer;
+      }
       tma.push_back(t);
     }
     bLayout = bLoads[0].sideBySide(static_cast<int64_t>(bLoads.size()));
@@ -559,8 +569,9 @@ LogicalResult KernelBuilder::buildSignature() {
       t.swizzle = 0;
       tma.push_back(t);
     }
-    // "tma:<arg>:<box inner>x<box outer>:<swizzle bytes>[:c<contiguous dim>]";
-    // the suffix only when the tensor's unit-stride dimension is not its last.
+    // "tma:<arg>:<box inner>x<box outer>:<swizzle bytes>[:c<contiguous dim>][:r]";
+    // ":c" only when the tensor's unit-stride dimension is not its last, ":r"
+    // when the box's rows are clipped to the tensor's (clippedRows).
     for (TmaParam &t : tma) {
       types.push_back(LLVM::LLVMPointerType::get(ctx));
       std::string text = (t.store ? "tmastore:" : t.prefetch ? "tmaprefetch:" : "tma:") + std::to_string(t.arg) + ":" +
@@ -568,6 +579,8 @@ LogicalResult KernelBuilder::buildSignature() {
                          std::to_string(t.store ? 128 : t.swizzle);
       if (t.contiguousDim >= 0)
         text += ":c" + std::to_string(t.contiguousDim);
+      if (t.clipDim >= 0)
+        text += ":r";
       params.push_back(b.getStringAttr(text));
     }
     for (TmaParam &t : tma)

@@ -21,7 +21,9 @@
 //      load's box `bytes`, times the CTAs of its multicast mask, times the
 //      constant trip counts of the loops around it (below the expect_tx).
 //      Fewer bytes would complete the phase early (wgmma reads a stage still
-//      being written), more would never complete it.
+//      being written), more would never complete it. Where the bytes are
+//      computed at launch (boxes clipped to the tensor's rows), their
+//      `max_bytes`, the unclipped boxes, is what is checked.
 //  R6. A ring's barriers are initialised with the arrivals its phases get:
 //      the kernel's `tessel.ring_arrivals` (written by tessel-lower-to-nvvm
 //      from the roles of hopper.warp_specialize and the cluster, not from
@@ -153,7 +155,11 @@ LogicalResult verifyKernel(Operation *kernel) {
                    << (*count > want.getInt() ? "never complete" : "complete before every reader released the stage")
                    << ")";
   for (hopper::MBarrierArriveExpectTxOp e : expects) {
+    // Bytes computed at launch (boxes clipped to the tensor's rows): their
+    // upper bound, what the unclipped boxes deliver.
     std::optional<int64_t> expected = constantInt(e.getBytes());
+    if (!expected)
+      expected = e.getMaxBytes();
     if (!expected)
       continue;
     int64_t delivered = 0;

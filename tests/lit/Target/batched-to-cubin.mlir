@@ -17,7 +17,7 @@
 // RUN: FileCheck %s --check-prefix=MS --implicit-check-not=cp.async.bulk.tensor --input-file=%t/ms/gemm.ptx
 // RUN: FileCheck %s --check-prefix=LOG --input-file=%t/ms/ptxas.log
 
-// PARAMS: "tma:0:64x128:128", "tma:1:64x128:128"
+// PARAMS: "tma:0:64x128:128:r", "tma:1:64x128:128:r"
 // CHECK: cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes{{.*}}[{{.*}}, {{{.*}}, {{.*}}, {{.*}}}]
 // MC: cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster
 // CHECK-NOT: cp.async.bulk.tensor.2d

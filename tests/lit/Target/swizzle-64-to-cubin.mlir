@@ -16,7 +16,7 @@
 // RUN: FileCheck %s --check-prefix=LOG --input-file=%t/mn/ptxas.log
 // RUN: test -s %t/mn/gemm.cubin
 
-// K: "tma:0:32x128:64", "tma:1:32x128:64"
+// K: "tma:0:32x128:64:r", "tma:1:32x128:64:r"
 // K-PTX: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, 1, 1, 0, 0;
 // K-PTX-NOT: , 1, 1, 1, 1;
 

@@ -18,7 +18,7 @@
 // 64B swizzle: each B tile is two boxes of 64 B rows; the second B's boxes
 // interleave with the first's (rows 128..255 of each 256-row box, at +8 KiB),
 // and the wgmma reads both as one 256-row B.
-// NVVM: hopper.mbarrier.arrive_expect_tx {{.*}} {ring = "full"}
+// NVVM: hopper.mbarrier.arrive_expect_tx {{.*}} {max_bytes = {{[0-9]+}} : i64, ring = "full"}
 // NVVM: hopper.tma.load {{.*}} bytes 8192
 // NVVM: hopper.tma.load {{.*}} bytes 8192
 // NVVM: hopper.tma.load {{.*}} bytes 8192

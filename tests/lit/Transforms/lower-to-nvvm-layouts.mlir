@@ -38,21 +38,21 @@
 // RUN: tessel-opt %inputs/gemm_a_transposed.mlir --tessel-select-schedule="schedule=cooperative" --tessel-plan-pipeline --tessel-lower-to-nvvm -o %t.AT
 // RUN: FileCheck %s --check-prefix=AT --input-file=%t.AT
 
-// K128: tessel.params = [{{.*}}"tma:0:64x128:128", "tma:1:64x128:128"
+// K128: tessel.params = [{{.*}}"tma:0:64x128:128:r", "tma:1:64x128:128:r"
 // K128-COPIES: {{^}}4{{$}}
 // K128: arith.constant 4611686293305360384 : i64
 // K128: hopper.wgmma {{.*}} shape [64, {{[0-9]+}}, 16] "bf16" :
 
-// K64: tessel.params = [{{.*}}"tma:0:32x128:64", "tma:1:32x128:64"
+// K64: tessel.params = [{{.*}}"tma:0:32x128:64:r", "tma:1:32x128:64:r"
 // K64-COPIES: {{^}}8{{$}}
 // K64: arith.constant -9223371899415756800 : i64
 // K64: hopper.wgmma {{.*}} shape [64, {{[0-9]+}}, 16] "bf16" :
 
-// K32: tessel.params = [{{.*}}"tma:0:16x128:32", "tma:1:16x128:32"
+// K32: tessel.params = [{{.*}}"tma:0:16x128:32:r", "tma:1:16x128:32:r"
 // K32-COPIES: {{^}}16{{$}}
 // K32: arith.constant -4611685949707845632 : i64
 
-// KNONE: tessel.params = [{{.*}}"tma:0:8x128:0", "tma:1:8x128:0"
+// KNONE: tessel.params = [{{.*}}"tma:0:8x128:0:r", "tma:1:8x128:0:r"
 // KNONE-COPIES: {{^}}4{{$}}
 // KNONE: arith.constant 34368126976 : i64
 

@@ -12,12 +12,16 @@
 // CHECK-SAME: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}
 // CHECK-SAME: nvvm.kernel
 // CHECK-SAME: nvvm.reqntid = array<i32: 256, 1, 1>
-// CHECK-SAME: tessel.params = ["ptr:0", "size:0:0", "size:0:1", "stride:0:0", "stride:0:1", {{.*}}, "tma:0:64x128:128", "tma:1:64x256:128"]
+// CHECK-SAME: tessel.params = ["ptr:0", "size:0:0", "size:0:1", "stride:0:0", "stride:0:1", {{.*}}, "tma:0:64x128:128:r", "tma:1:64x256:128:r"]
 // CHECK-SAME: tessel.shared_bytes = 196672
 // CHECK: hopper.mbarrier.init %{{.*}}, %{{.*}}
 // CHECK: hopper.fence.mbarrier_init
 // CHECK: bar.sync 0
-// CHECK: hopper.mbarrier.arrive_expect_tx %{{.*}}, %c49152_i32
+// A stage expects the bytes of boxes clipped to the tensors' rows (M < 128, N < 256
+// load no zero-filled rows), at most the whole 48 KiB stage:
+// CHECK: arith.minsi %{{.*}}, %c128_i64 : i64
+// CHECK: arith.minsi %{{.*}}, %c256_i64 : i64
+// CHECK: hopper.mbarrier.arrive_expect_tx %{{.*}}, %{{.*}} {max_bytes = 49152 : i64, ring = "full"}
 // CHECK: hopper.tma.load %arg{{[0-9]+}}[%{{.*}}, %{{.*}}] -> %{{.*}}, %{{.*}} : !llvm.ptr
 // CHECK: scf.for
 // CHECK: hopper.mbarrier.wait %{{.*}}, %{{.*}} stage %{{.*}} {ring = "full"}

@@ -58,6 +58,22 @@ llvm.func @wrong_tx_bytes(%a: !llvm.ptr, %bar: i32, %x: i32) {
 
 // -----
 
+// R5 with bytes computed at launch (boxes clipped to the tensor's rows): their
+// max_bytes, the unclipped boxes, must be what the loads deliver.
+llvm.func @wrong_max_bytes(%a: !llvm.ptr, %bar: i32, %x: i32, %clipped: i32) {
+  %c1 = arith.constant 1 : i32
+  hopper.mbarrier.init %bar, %c1 {ring = "full"}
+  hopper.mbarrier.init %bar, %c1 {ring = "full"}
+  // expected-error @+1 {{ring 'full': arrive_expect_tx expects 16384 bytes but the TMA loads completing on this barrier deliver 32768 (rule R5: the phase would never complete or would complete early)}}
+  hopper.mbarrier.arrive_expect_tx %bar, %clipped {max_bytes = 16384 : i64, ring = "full"}
+  hopper.tma.load %a[%x, %x] -> %x, %bar bytes 16384 : !llvm.ptr
+  hopper.tma.load %a[%x, %x] -> %x, %bar bytes 16384 : !llvm.ptr
+  hopper.mbarrier.wait %bar, %x stage %x {ring = "full"}
+  llvm.return
+}
+
+// -----
+
 // R5: expected bytes and no load at all.
 llvm.func @no_load(%bar: i32, %x: i32) {
   %c1 = arith.constant 1 : i32

@@ -208,7 +208,7 @@ TEST_F(DiskCacheJitDamage, TruncatedEntriesAreRecompiledAndReplacedWithOneWarnin
 }
 
 TEST_F(DiskCacheJitDamage, ForeignVersionEntriesAreRecompiledAndReplacedWithOneWarning) {
-  check([](std::string d) { d[8] = 7; return d; }, "format version 7, expected 1");
+  check([](std::string d) { d[8] = 7; return d; }, "format version 7, expected 2");
 }
 
 TEST_F(DiskCacheJit, UnwritableDirectoryWarnsOnceAndCompiles) {

@@ -45,8 +45,9 @@ TEST_F(Fp8Jit, EverySchedulePairsAnyFp8Types) {
     const std::string ptx = k.stage("ptx");
     EXPECT_THAT(ptx, HasSubstr("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e5m2"));
     EXPECT_THAT(ptx, Not(HasSubstr("k16")));
-    // A and B: one 128-byte-swizzled box of 128 bytes x 128 rows each.
-    EXPECT_THAT(k.stage("lower-to-nvvm"), HasSubstr("\"tma:0:128x128:128\", \"tma:1:128x128:128\""));
+    // A and B: one 128-byte-swizzled box of 128 bytes x 128 rows each (rows clipped to the
+    // tensor's at launch: ":r").
+    EXPECT_THAT(k.stage("lower-to-nvvm"), HasSubstr("\"tma:0:128x128:128:r\", \"tma:1:128x128:128:r\""));
   }
   ts::kernel e5 = ts::jit(examples::fp8_gemm<ts::f8e5m2, ts::f8e4m3, ts::f32, 128, 256>{},
                           {.schedule = ts::schedule::cooperative});

@@ -47,7 +47,7 @@ namespace {
 // time), nor CompiledKernel::restage (ts::jit installs it again on a hit).
 static_assert(fieldCount<CompiledKernel>() == 18, "CompiledKernel changed: serialize the new field");
 static_assert(fieldCount<ArgSpec>() == 4, "ArgSpec changed: serialize the new field");
-static_assert(fieldCount<ParamSpec>() == 7, "ParamSpec changed: serialize the new field");
+static_assert(fieldCount<ParamSpec>() == 8, "ParamSpec changed: serialize the new field");
 static_assert(fieldCount<SizeContract>() == 6, "SizeContract changed: serialize the new field");
 static_assert(fieldCount<options>() == 10, "tessel::options changed: add the new option to optionsKey");
 
@@ -75,6 +75,7 @@ CompiledKernel everyField() {
   k.args[2].stored = true;
   k.args[1].loadedByTma = true;
   k.params.push_back({ParamSpec::Kind::TmaDescriptor, 2, 0, {16, 32, 1}, 64, 1, /*store=*/true});
+  k.params.push_back({ParamSpec::Kind::TmaDescriptor, 0, 0, {64, 64, 1}, 128, -1, /*store=*/false, /*clipRows=*/true});
   k.params.push_back({ParamSpec::Kind::TmaUsable, 2, 0});
   k.params.push_back({ParamSpec::Kind::GridDim, 0, 1});
   // (No Workspace parameter: validateCompiledKernel allows none with a cluster.)
@@ -112,6 +113,7 @@ void expectSameKernel(const CompiledKernel& a, const CompiledKernel& b) {
     EXPECT_EQ(a.params[i].swizzleBytes, b.params[i].swizzleBytes) << i;
     EXPECT_EQ(a.params[i].contiguousDim, b.params[i].contiguousDim) << i;
     EXPECT_EQ(a.params[i].store, b.params[i].store) << i;
+    EXPECT_EQ(a.params[i].clipRows, b.params[i].clipRows) << i;
   }
   ASSERT_EQ(a.sizeContracts.size(), b.sizeContracts.size());
   for (size_t i = 0; i < a.sizeContracts.size(); ++i) {
@@ -184,9 +186,9 @@ TEST(DiskCacheFormat, CorruptForeignAndMisplacedEntriesAreRejectedWithAReason) {
     bad[at] ^= 0x20;
     EXPECT_EQ(reason(bad), "checksum mismatch") << at;
   }
-  std::string v2 = data;
-  v2[8] = 2;
-  EXPECT_EQ(reason(v2), "format version 2, expected 1");
+  std::string v1 = data;  // before ParamSpec::clipRows
+  v1[8] = 1;
+  EXPECT_EQ(reason(v1), "format version 1, expected 2");
   EXPECT_THAT(reason("#!/bin/sh\necho not a cache entry at all, but long enough\n"), HasSubstr("bad magic"));
   EXPECT_THAT(reason(data + "x"), HasSubstr("1 bytes after the payload"));
   EXPECT_THAT(reason(data, "another key"), HasSubstr("another key"));

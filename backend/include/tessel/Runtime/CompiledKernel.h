@@ -70,6 +70,11 @@ struct ParamSpec {
   /// of 16 bytes); otherwise it is zeroed, a TmaUsable parameter says so, and the kernel stores
   /// through its fallback path (or does not prefetch). Such arguments are not `loadedByTma`.
   bool store = false;
+  /// TMA only: the box's rows (box[1]) are clipped to the tensor's at launch: min(box[1], the
+  /// extent of the tensor map's second dimension rounded up to 8), as the kernel computes the
+  /// bytes it expects (a tile taller than the tensor, M < BM, loads no zero-filled rows).
+  /// Written `:r` last in `tessel.params`.
+  bool clipRows = false;
 };
 
 struct CompiledKernel {

@@ -60,7 +60,7 @@
 namespace tessel::runtime {
 
 /// Bumped whenever the entry layout or a record's encoding changes.
-inline constexpr std::uint32_t kEntryFormatVersion = 1;
+inline constexpr std::uint32_t kEntryFormatVersion = 2;  // 2: ParamSpec::clipRows
 /// File name suffix of cache entries.
 inline constexpr const char* kEntrySuffix = ".tkc";
 /// TESSEL_CACHE_MAX_BYTES when unset.

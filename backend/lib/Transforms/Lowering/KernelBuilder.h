@@ -63,6 +63,10 @@ private:
     /// The argument's unit-stride dimension (the descriptor's innermost);
     /// -1: the last one.
     int64_t contiguousDim = -1;
+    /// Operand tiles whose box rows are clipped to the tensor (":r", the
+    /// clipped box below): the tensor dimension of the rows, and the bytes
+    /// one row of the whole tile (all its boxes) delivers. -1: not clipped.
+    int64_t clipDim = -1, clipRowBytes = 0;
   };
 
   // ---- helpers ----------------------------------------------------------
@@ -325,6 +329,12 @@ private:
   LogicalResult emitStores(function_ref<LogicalResult(StoreOp)> perStore);
   /// TMA loads of tile `j` into stage `s` (both i32), then expect_tx.
   LogicalResult issueStage(Value j, Value s);
+  /// The bytes one stage's TMA boxes deliver (arrive_expect_tx): the static
+  /// aBytes + bBytes, less what the clipped boxes leave out (clippedRows).
+  Value stageTxBytes();
+  /// Rows a clipped box of `t` loads: min(box rows, rows of the tensor
+  /// rounded up to 8), i32; the runtime encodes the descriptor's box alike.
+  Value clippedRows(const TmaParam &t);
   /// The TMA boxes of one operand tile (layout `l`) at k offset `kv` into the
   /// shared tile at `dst`; `cs` > 1: this CTA's 1/cs of it, multicast.
   /// Box i goes to dst + i * boxStride (0: l.boxBytes(); a dual GEMM's B

@@ -25,10 +25,50 @@
 
 #include "KernelBuilder.h"
 
+#include "mlir/IR/Matchers.h"
+
 using namespace mlir;
 using namespace mlir::tessel;
 
 namespace mlir::tessel::lowering {
+
+// Clipped boxes. A K-major operand tile of BM rows whose tensor has fewer
+// (M < BM: a decode GEMM's 16 rows of A under a 64-row tile) is loaded as a
+// box of r = min(BM, roundup(M, 8)) rows, not BM: TMA's zero fill of rows past
+// the tensor costs about what loading them would (M = 16 ran 16-29% slower
+// than M = 64 with the same kernel and the same B, docs/small-m.md). The
+// runtime encodes the descriptor's box with the same r (":r" in
+// tessel.params, Validate.cpp), and the stage expects the bytes it delivers:
+//
+//   %r = trunc min(BM, (sizes[A][0] + 7) & ~7)     (i64, then i32)
+//   hopper.mbarrier.arrive_expect_tx %full, (aBytes - BM * 128 + %r * 128) + bBytes
+//       {max_bytes = aBytes + bBytes}
+//   hopper.tma.load %descA[%k, %m] -> %smemA_s, %full bytes <BM * 128, the box at most>
+//
+// Rows r..BM-1 of the stage keep what an earlier stage left there; they reach
+// only accumulator rows >= M, which no store writes and every reduction
+// leaves out (Epilogue.cpp). Nothing changes when the tensor has >= BM rows.
+Value KernelBuilder::clippedRows(const TmaParam &t) {
+  Value rows = refs[t.arg].sizes[t.clipDim]; // i64: no wrap for any size
+  Value up = b.create<arith::AndIOp>(loc, b.create<arith::AddIOp>(loc, rows, i64(7)), i64(~int64_t(7)));
+  return b.create<arith::TruncIOp>(loc, b.getI32Type(), b.create<arith::MinSIOp>(loc, up, i64(t.box[1])));
+}
+
+Value KernelBuilder::stageTxBytes() {
+  int64_t fixed = aBytes + bBytes;
+  Value clipped;
+  for (size_t i = 0; i < 1 + bLoads.size(); ++i) {
+    const TmaParam &t = tma[i];
+    if (t.clipDim < 0)
+      continue;
+    fixed -= t.box[1] * t.clipRowBytes;
+    Value bytes = b.create<arith::MulIOp>(loc, clippedRows(t), i32(t.clipRowBytes));
+    clipped = clipped ? b.create<arith::AddIOp>(loc, clipped, bytes) : bytes;
+  }
+  if (!clipped)
+    return i32(fixed);
+  return fixed ? b.create<arith::AddIOp>(loc, clipped, i32(fixed)).getResult() : clipped;
+}
 
 LogicalResult KernelBuilder::issueStage(Value j, Value s) {
   // k offset of tile j: lb + j * step, substituted for the induction variable
@@ -36,7 +76,10 @@ LogicalResult KernelBuilder::issueStage(Value j, Value s) {
   Value kv = b.create<arith::AddIOp>(loc, lb, b.create<arith::MulIOp>(loc, j, step));
   Value full = smemAddr(b.create<arith::AddIOp>(loc, i32(fullBarOff),
                                                 b.create<arith::MulIOp>(loc, s, i32(8))));
-  b.create<hopper::MBarrierArriveExpectTxOp>(loc, full, i32(aBytes + bBytes), b.getStringAttr("full"));
+  auto expect = b.create<hopper::MBarrierArriveExpectTxOp>(loc, full, stageTxBytes(), b.getStringAttr("full"),
+                                                          IntegerAttr());
+  if (!matchPattern(expect.getBytes(), m_Constant()))
+    expect.setMaxBytesAttr(b.getI64IntegerAttr(aBytes + bBytes));
   Value aDst = smemAddr(b.create<arith::MulIOp>(loc, s, i32(aBytes)));
   Value bDst = smemAddr(b.create<arith::AddIOp>(
       loc, i32(bOff), b.create<arith::MulIOp>(loc, s, i32(bBytes))));

@@ -71,12 +71,18 @@ def Hopper_MBarrierArriveExpectTxOp : Hopper_Op<"mbarrier.arrive_expect_tx"> {
     happened. `bytes` must equal the bytes of every TMA box that completes on
     this barrier (all operands of the stage, the whole stage in a cluster).
 
+    Where a box's rows are clipped to the tensor at launch (a tile taller
+    than the tensor: M < BM), `bytes` is computed from the tensor's rows and
+    `max_bytes` says what the unclipped boxes deliver, which is what
+    tessel-verify-rings checks (rule R5).
+
     ```mlir
     hopper.mbarrier.arrive_expect_tx %full, %c32768 {ring = "full"}
+    hopper.mbarrier.arrive_expect_tx %full, %bytes {max_bytes = 24576 : i64, ring = "full"}
     ```
     PTX: `mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], bytes;`
   }];
-  let arguments = (ins I32:$bar, I32:$bytes, StrAttr:$ring);
+  let arguments = (ins I32:$bar, I32:$bytes, StrAttr:$ring, OptionalAttr<I64Attr>:$max_bytes);
   let assemblyFormat = "$bar `,` $bytes attr-dict";
 }
 
