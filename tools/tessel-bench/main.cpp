@@ -43,7 +43,8 @@ constexpr const char* kUsage = R"(usage: tessel-bench [options]
   --schedules LIST    tma,multistage,warp_specialized,cooperative,pingpong,auto   (default tma)
   --tiles LIST        BMxBN[xBK] tiles: 128x256,128x192,128x128,256x192,256x128,192x128,128x64,64x256,64x128,64x64 (BK 64), and for
                       multistage also 128x128x32,128x256x32,256x128x32   (default 128x256,128x128)
-  --stages LIST       pipeline depths, 0 = tessel's choice                        (default 4)
+  --stages LIST       pipeline depths, 0 = tessel's choice, -1 = as many as fit   (default 4;
+                      for auto: 0, what a user gets)
   --clusters LIST     CTA clusters 1x1,2x1,1x2 (cooperative and pingpong only)    (default 1x1)
   --layouts LIST      operand layouts TN,NN,NT,TT, BLAS-style (letter 1: A, letter 2: B):
                       TN = A (MxK) and B (NxK) K-contiguous; N for A = M-contiguous,
@@ -237,7 +238,9 @@ int main(int argc, char** argv) {
               // data-parallel are choices of cooperative / pingpong 1x1 only (auto runs everywhere).
               if (cl[0] * cl[1] > 1 && s != ts::schedule::cooperative && s != ts::schedule::pingpong) continue;
               if (d != ts::decomposition::automatic && ((s != ts::schedule::cooperative && s != ts::schedule::pingpong) || cl[0] * cl[1] > 1)) continue;
-              configs.push_back({s, t, st, cl, d});
+              // Without --stages, `auto` runs with what a user gets by default (stages 0: tessel's
+              // choice, which the automatic rule may deepen for memory-bound launches).
+              configs.push_back({s, t, s == ts::schedule::automatic && !args.has("stages") ? 0 : st, cl, d});
             }
 
     // Compile every configuration once (no GPU needed); reused for every shape.

@@ -36,7 +36,7 @@ static cl::opt<std::string> scheduleOpt(
     cl::init("auto"), cl::cat(category));
 static cl::opt<std::string> clusterOpt("cluster", cl::desc("CTA cluster: 1x1, 2x1 or 1x2"),
                                        cl::init("1x1"), cl::cat(category));
-static cl::opt<int> stagesOpt("stages", cl::desc("ring depth (0: auto)"), cl::init(0),
+static cl::opt<int> stagesOpt("stages", cl::desc("ring depth (0: auto, -1: as many as fit)"), cl::init(0),
                               cl::cat(category));
 static cl::opt<int> rasterOpt("raster-group",
                               cl::desc("rows of tiles per grouped-raster group (0: 8)"),

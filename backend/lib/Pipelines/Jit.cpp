@@ -92,7 +92,7 @@ std::string dumpDirFor(mlir::ModuleOp module, const tessel::options &o, const te
       name = fn.getSymName().str();
   std::string dir = knobs.dumpDir + "/" + name + "." + tessel::scheduleName(o.schedule);
   if (o.stages)
-    dir += ".s" + std::to_string(o.stages);
+    dir += o.stages == tessel::stages_max ? std::string(".smax") : ".s" + std::to_string(o.stages);
   if (o.cluster[0] != 1 || o.cluster[1] != 1)
     dir += ".c" + std::to_string(o.cluster[0]) + "x" + std::to_string(o.cluster[1]);
   if (o.swizzle)
@@ -147,7 +147,10 @@ tessel::CompiledKernel compileVariant(const VariantSource &src, const tessel::de
   if (r.schedule)
     why += std::string(why.empty() ? "" : ", ") + "schedule::automatic's choice for the launch's shape: " +
            tessel::to_string(*r.schedule) + ", decomposition " +
-           tessel::decompositionName(r.decomposition.value_or(tessel::decomposition::automatic));
+           tessel::decompositionName(r.decomposition.value_or(tessel::decomposition::automatic)) +
+           (r.stages ? r.stages == tessel::stages_max ? std::string(", the deepest ring that fits")
+                                                      : ", " + std::to_string(*r.stages) + " stages"
+                     : std::string());
   if (r.multistage)
     why += std::string(why.empty() ? "" : ", ") + "schedule multistage (TMA fallback)";
   ++builtCount;
@@ -183,6 +186,8 @@ tessel::CompiledKernel compileVariant(const VariantSource &src, const tessel::de
     o.schedule = *r.schedule;
   if (r.decomposition)
     o.decomposition = *r.decomposition;
+  if (r.stages)
+    o.stages = *r.stages;
   if (r.multistage) {
     o.schedule = tessel::schedule::multistage;
     o.stages = 0;        // the stage count was chosen for the other schedule's ring

@@ -97,7 +97,7 @@ struct TesselPipelineCLOptions : public PassPipelineOptions<TesselPipelineCLOpti
   PassOptions::Option<std::string> schedule{*this, "schedule",
                                             llvm::cl::desc("schedule name or auto"),
                                             llvm::cl::init("auto")};
-  PassOptions::Option<int64_t> stages{*this, "stages", llvm::cl::desc("ring depth (0: auto)"),
+  PassOptions::Option<int64_t> stages{*this, "stages", llvm::cl::desc("ring depth (0: auto, -1: as many as fit)"),
                                       llvm::cl::init(0)};
   PassOptions::Option<std::string> cluster{*this, "cluster",
                                            llvm::cl::desc("CTA cluster: 1x1, 2x1 or 1x2"),

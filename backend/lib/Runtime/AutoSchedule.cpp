@@ -9,9 +9,11 @@
 // Inputs: the program's tile and element type, the user's options, and the
 // launch's K. What is NOT chosen here, and why:
 //  - the tile: it is the program's (the functor's BM, BN, BK);
-//  - stages: options::stages = 0 already picks as many as fit, at most 4
-//    (SelectSchedule); every run below used 4, and run 8's sweep found 3 and
-//    4 within noise of each other on the large shapes;
+//  - stages, but for R6: options::stages = 0 already picks as many as fit,
+//    at most 4 (SelectSchedule); every run below used 4, and run 8's sweep
+//    found 3 and 4 within noise of each other on the large shapes (run 42:
+//    5 and 6 no better at 8192^3). Memory-bound launches (R6) take the
+//    deepest ring that fits;
 //  - cluster: 1x1 (the default); clusters 2x1 / 1x2 are at parity with 1x1
 //    since the remote-arrive fix and read 40% more DRAM on the wide shape
 //    (runs 6, 7, 17), slower with 128x128 (run 42) and, with 128x192, at
@@ -55,7 +57,8 @@ bool cooperative256Fits(int bm, int accN, int dots) { return bm == 256 && accN <
 /// Half the SMs of the GPU the rule was measured on (H200, 132 SMs; H100 SXM has 132 too).
 constexpr std::int64_t kHalfTheGpu = 66;
 
-AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* why, std::int64_t tiles) {
+AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* why, std::int64_t tiles,
+                           std::int64_t tilesM, std::int64_t tilesN) {
   AutoChoice c;
   auto explain = [&](int rule, auto text) {
     c.rule = rule;
@@ -99,6 +102,41 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
     return c;
   }
   const std::int64_t kIterations = k < 0 || g.bk <= 0 ? -1 : (k + g.bk - 1) / g.bk;
+  // R6. Memory-bound launches: a few rows of A against a weight matrix streamed once (decode;
+  //     docs/small-m.md). The launch's flops per byte of A and B, about MN / (M + N) with M, N
+  //     the grid's rows and columns of tiles times the tile, at most 128 (the H200's ridge is
+  //     about 200: 989 TFLOP/s over 4.8 TB/s), and a streamed operand of at least 2048 rows
+  //     (every measured one has >= 2112; small grids such as 256 x 256 keep the rules below,
+  //     AutoJitTest): pingpong with the deepest ring that fits, whole
+  //     tiles when there are >= 64 tiles along N, else the stream-K plan. Tiles of at most
+  //     128x128 and one dot, bf16 / f16 (what was measured). Run 80 (64x64 with 12 stages,
+  //     64x128 with 8, TF/s, whole tiles vs stream-K plan): 16x8192x8192 58.8 vs 57.5 and
+  //     58.0 vs 51.5, 64x8192x8192 231.7 vs 224.7 and 224.4 vs 205.2, 128x8192x8192 405.0 vs
+  //     386.5 and 444.4 vs 426.0, 128x28672x8192 378.9 vs 304.1 and 439.7 vs 386.3; with fewer
+  //     than 64 tiles along N the plan: 16x2112x7168 (33 / 17 tiles) 31.5 vs 26.3 and 30.8 vs
+  //     23.3, 128x2112x7168 258.7 vs 206.7 (64x128: 182.1 vs 183.7); the one miss, 32x28672x8192
+  //     with 64x64 (448 tiles), whole tiles 122.6 vs 126.2. Deeper rings (runs 77, 79, 80):
+  //     64x128 at 128x8192x8192, 4 / 8 stages 369.6 / 437.5; 64x64, 8 / 12 stages 366.0 /
+  //     405.0 (whole tiles), 128x2112x7168 239.9 / 258.7; 128x128 at 128x2112x7168 4 / 6 stages
+  //     183.3 / 196.2; no shape measured slower by more than 4% (64x128 at 128x2112x7168,
+  //     191.9 / 184.8).
+  if (!fp8 && g.dots <= 1 && g.bm <= 128 && g.bn <= 128 && pingpong && tilesM > 0 && tilesN > 0 && k >= 0) {
+    const double m = double(tilesM) * g.bm, n = double(tilesN) * g.bn, intensity = m * n / (m + n);
+    if (intensity <= 128 && std::max(m, n) >= 2048) {
+      c.schedule = tessel::schedule::pingpong;
+      c.decomposition = decomposition(tilesN >= 64 ? tessel::decomposition::data_parallel
+                                                   : tessel::decomposition::automatic);
+      c.stages = u.stages == 0 ? tessel::stages_max : 0;
+      explain(6, [&] {
+        return "R6: memory-bound (about " + std::to_string(int(intensity)) + " flops per byte of A and B on " +
+               std::to_string(tilesM) + " x " + std::to_string(tilesN) + " tiles of " + std::to_string(g.bm) + "x" +
+               std::to_string(g.bn) + "): pingpong, " + (c.stages ? "the deepest ring that fits, " : "") +
+               (tilesN >= 64 ? "whole tiles (>= 64 tiles along N)" : "the stream-K plan (< 64 tiles along N)") +
+               " (runs 77-80)";
+      });
+      return c;
+    }
+  }
   // R3. Short K (<= 32 k-iterations per tile) on a grid that fills at least half the GPU (or
   //     an unknown grid): whole tiles, pingpong and cooperative alike. The stream-K kernel's
   //     fixup does not pay for itself on short tiles. Run 30 (TF/s, stream-K plan vs whole
@@ -213,6 +251,8 @@ std::string autoChoiceName(const AutoChoice& c) {
     n += "-dp";
   else if (c.decomposition == tessel::decomposition::stream_k)
     n += "-sk";
+  if (c.stages == tessel::stages_max)
+    n += "-smax";
   return n;
 }
 

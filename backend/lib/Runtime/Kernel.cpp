@@ -320,7 +320,7 @@ std::optional<runtime::AutoChoice> kernel_impl::automaticChoice(std::span<const 
   if (auto_->kArg >= 0 && static_cast<size_t>(auto_->kArg) < args.size() && auto_->kDim >= 0 &&
       auto_->kDim < args[auto_->kArg].rank)
     k = args[auto_->kArg].sizes[auto_->kDim];
-  return chooseAutomatic(*auto_, k, nullptr, gridTiles(g));
+  return chooseAutomatic(*auto_, k, nullptr, gridTiles(g), g.x, g.y);
 }
 
 LoadedKernel& kernel_impl::select(std::span<const tensor_arg> args, grid g) {
@@ -358,11 +358,13 @@ LoadedKernel& kernel_impl::select(std::span<const tensor_arg> args, grid g) {
     const std::int64_t k = auto_->kArg >= 0 && static_cast<size_t>(auto_->kArg) < args.size()
                                ? args[auto_->kArg].sizes[auto_->kDim]
                                : -1;
-    chooseAutomatic(*auto_, k, &why, gridTiles(g));
+    chooseAutomatic(*auto_, k, &why, gridTiles(g), g.x, g.y);
     std::fprintf(stderr, "tessel: %s: K = %lld: %s\n", head().c_str(), static_cast<long long>(k), why.c_str());
   }
   if (autoChoice && isDefaultLayout(key)) {
     VariantRequest r{key, false, variantTag(scheduleName(), key), autoChoice->schedule, autoChoice->decomposition};
+    if (autoChoice->stages)
+      r.stages = autoChoice->stages;
     try {
       chosen = &variant(r);
     } catch (const tessel::error& e) {
@@ -378,6 +380,8 @@ LoadedKernel& kernel_impl::select(std::span<const tensor_arg> args, grid g) {
     if (autoChoice) {
       r.schedule = autoChoice->schedule;
       r.decomposition = autoChoice->decomposition;
+      if (autoChoice->stages)
+        r.stages = autoChoice->stages;
     }
     try {
       chosen = &variant(r);

@@ -196,9 +196,10 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
     // (A ring stage holds A and every dot's B: GemmMatch::ringTile.)
     SmallVector<int64_t> tile(m.ringTile());
     // By default as many stages as fit, at most kMaxStages; more when asked
-    // for, up to what fits (the error below names that, not the default).
+    // for, up to what fits (the error below names that, not the default);
+    // stages = -1 (ts::stages_max): as many as fit.
     int64_t fit = stagesThatFit(kind, tile, eltBytes);
-    int64_t s = stages ? stages : std::min(kMaxStages, fit);
+    int64_t s = stages == -1 ? fit : stages ? stages : std::min(kMaxStages, fit);
     if (s < 2)
       return m.dot.emitError() << "schedule '" << stringifyScheduleKind(kind)
                                << "' needs at least 2 stages (a stage is released one k-step late), got "
@@ -302,15 +303,16 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
                      << " elements: it must be 32 or a multiple of 64, got " << extent;
     }
     // M5. By default as many stages as fit, at most 4; for CTAs of up to 4
-    // warps, as many as let two CTAs share an SM.
+    // warps, as many as let two CTAs share an SM; -1: as many as fit.
     SmallVector<int64_t> tile = {m.tileM, m.tileN, m.tileK};
     int64_t stageBytes = planSharedMemory(ScheduleKind::multistage, tile, 2, 1).stageBytes;
     int64_t fit = stagesThatFit(ScheduleKind::multistage, tile, 2);
     // Two CTAs per SM: each within half of the SM's 228 KiB, less 1 KiB the
     // hardware reserves per CTA.
     int64_t fitTwo = (kMultistageSharedBytes / 2 - 1024) / stageBytes;
-    int64_t s = stages ? stages
-                       : std::min(kMaxStages, w.count() <= 4 && fitTwo >= 3 ? fitTwo : fit);
+    int64_t s = stages == -1 ? fit
+                : stages      ? stages
+                              : std::min(kMaxStages, w.count() <= 4 && fitTwo >= 3 ? fitTwo : fit);
     if (s < 2)
       return err() << "needs at least 2 stages, got " << s
                    << (stages ? "" : " (the tile is too large for two stages)");

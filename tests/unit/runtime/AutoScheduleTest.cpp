@@ -38,6 +38,45 @@ std::string pick(const AutoGemmInfo& g, std::int64_t k, std::int64_t tiles = -1)
   return autoChoiceName(c);
 }
 
+/// The choice for K = k on a grid of tilesM x tilesN tiles.
+std::string pick_grid(const AutoGemmInfo& g, std::int64_t k, std::int64_t tilesM, std::int64_t tilesN) {
+  std::string why;
+  AutoChoice c = chooseAutomatic(g, k, &why, tilesM * tilesN, tilesM, tilesN);
+  EXPECT_FALSE(why.empty());
+  std::printf("  %dx%d K=%lld grid %lldx%lld -> %s (%s)\n", g.bm, g.bn, static_cast<long long>(k),
+              static_cast<long long>(tilesM), static_cast<long long>(tilesN), autoChoiceName(c).c_str(), why.c_str());
+  return autoChoiceName(c);
+}
+
+TEST(AutoSchedule, MemoryBoundLaunchesTakeTheDeepestRing) {
+  // R6 (runs 77-80): decode shapes, M x N x K on tiles of BM x BN.
+  EXPECT_EQ(pick_grid(gemm(64, 64), 8192, 1, 128), "pingpong-dp-smax");      // 16x8192x8192
+  EXPECT_EQ(pick_grid(gemm(64, 128), 8192, 1, 64), "pingpong-dp-smax");      // 64x8192x8192
+  EXPECT_EQ(pick_grid(gemm(64, 128), 8192, 2, 64), "pingpong-dp-smax");      // 128x8192x8192
+  EXPECT_EQ(pick_grid(gemm(128, 128), 8192, 1, 224), "pingpong-dp-smax");    // 128x28672x8192
+  EXPECT_EQ(pick_grid(gemm(64, 64), 7168, 1, 33), "pingpong-smax");          // 16x2112x7168: the plan
+  EXPECT_EQ(pick_grid(gemm(64, 64), 7168, 2, 33), "pingpong-smax");          // 128x2112x7168
+  // Not memory-bound: the other rules, the default ring.
+  EXPECT_EQ(pick_grid(gemm(128, 128), 8192, 2, 64), "pingpong");             // 256x8192x8192
+  EXPECT_EQ(pick_grid(gemm(128, 128), 8192, 64, 64), "pingpong");            // 8192^3
+  EXPECT_EQ(pick_grid(gemm(128, 128), 4096, 2, 2), "pingpong");              // 256x256x4096: small
+  EXPECT_EQ(pick_grid(gemm(64, 64), 4096, 1, 31), "pingpong");               // 16x1984x4096: small
+  // Tiles R6 was not measured with keep their rules: wider, dual GEMMs, fp8.
+  EXPECT_EQ(pick_grid(gemm(128, 192), 8192, 1, 43), "cooperative");          // R5
+  EXPECT_EQ(pick_grid(gemm(128, 256), 8192, 1, 32), "cooperative");
+  AutoGemmInfo dual = gemm(64, 128);
+  dual.dots = 2;
+  EXPECT_EQ(pick_grid(dual, 8192, 1, 64), "pingpong");
+  EXPECT_EQ(pick_grid(gemm(64, 128, ts::dtype::f8e4m3), 8192, 1, 64), "pingpong");
+  // A stage count or decomposition the user chose is kept.
+  AutoGemmInfo user = gemm(64, 64);
+  user.user.stages = 6;
+  EXPECT_EQ(pick_grid(user, 8192, 1, 128), "pingpong-dp");
+  user = gemm(64, 64);
+  user.user.decomposition = ts::decomposition::stream_k;
+  EXPECT_EQ(pick_grid(user, 8192, 1, 128), "pingpong-sk-smax");
+}
+
 TEST(AutoSchedule, WideTilesAreCooperativeWithTheStreamKPlan) {
   // tessel-bench's default K values: 8192, 4096, 14336, 4000 (more than 32 k-iterations).
   for (std::int64_t k : {8192, 4096, 14336, 4000, -1})

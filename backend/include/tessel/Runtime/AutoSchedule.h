@@ -2,10 +2,10 @@
 //
 // The one rule behind `schedule::automatic` (and `decomposition::automatic`
 // under it). Its inputs are what the program leaves open and what the launch
-// knows; its outputs are a schedule and a decomposition. The tile (BM x BN x
-// BK) is the program's and is never changed; stages, raster group and cluster
-// keep their own defaults (see AutoSchedule.cpp for the measurements behind
-// each line). No MLIR or CUDA types: unit-testable without a GPU.
+// knows; its outputs are a schedule, a decomposition and, for memory-bound
+// launches, the ring depth. The tile (BM x BN x BK) is the program's and is
+// never changed; raster group and cluster keep their own defaults (see
+// AutoSchedule.cpp for the measurements behind each line). No MLIR or CUDA types: unit-testable without a GPU.
 //
 // How it is used (backend/lib/Pipelines/Jit.cpp, backend/lib/Runtime/Kernel.cpp):
 //  - ts::jit with schedule::automatic reads the GEMM's tile, element type and
@@ -46,21 +46,26 @@ struct AutoGemmInfo {
 struct AutoChoice {
   tessel::schedule schedule = tessel::schedule::tma;
   tessel::decomposition decomposition = tessel::decomposition::automatic;
-  /// The rule's line that decided: 0..5 (R0..R5 in AutoSchedule.cpp).
+  /// 0: the user's options::stages; tessel::stages_max: the deepest ring that fits (R6).
+  int stages = 0;
+  /// The rule's line that decided: 0..6 (R0..R6 in AutoSchedule.cpp).
   int rule = -1;
   bool operator==(const AutoChoice& o) const {
-    return schedule == o.schedule && decomposition == o.decomposition;
+    return schedule == o.schedule && decomposition == o.decomposition && stages == o.stages;
   }
 };
 
 /// The rule. `k` is the launch's K (elements; < 0 = unknown, treated as large). With `why`,
 /// the deciding line and its measurement are written there (the launch path passes none: no
 /// string is built per launch).
-/// `tiles`: the launch's grid (one program instance per tile, x * y * z), -1 when unknown.
+/// `tiles`: the launch's grid (one program instance per tile, x * y * z), -1 when unknown;
+/// `tilesM`, `tilesN`: its x and y (tiles along program_id 0 and 1: M and N in the GEMMs of
+/// the examples), -1 when unknown.
 AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* why = nullptr,
-                           std::int64_t tiles = -1);
+                           std::int64_t tiles = -1, std::int64_t tilesM = -1, std::int64_t tilesN = -1);
 
-/// "pingpong", "cooperative-dp", "cooperative-sk": the name of a choice in variant tags.
+/// "pingpong", "cooperative-dp", "cooperative-sk", "pingpong-dp-smax": the name of a choice in
+/// variant tags.
 std::string autoChoiceName(const AutoChoice& c);
 
 }  // namespace tessel::runtime

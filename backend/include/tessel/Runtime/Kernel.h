@@ -71,6 +71,8 @@ struct VariantRequest {
   /// kernel's (the rule's choice for the launch's shape, tessel/Runtime/AutoSchedule.h).
   std::optional<tessel::schedule> schedule;
   std::optional<tessel::decomposition> decomposition;
+  /// schedule::automatic's ring depth for the launch (tessel::stages_max for a memory-bound one).
+  std::optional<int> stages;
 };
 
 /// Compiles the kernel's traced program again for a request. ts::jit installs one (it owns the

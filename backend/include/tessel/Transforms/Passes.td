@@ -29,7 +29,7 @@ def TesselSelectSchedule : Pass<"tessel-select-schedule", "mlir::ModuleOp"> {
     Option<"scheduleName", "schedule", "std::string", /*default=*/"\"auto\"",
            "tma | multistage | warp_specialized | cooperative | pingpong | auto">,
     Option<"stages", "stages", "int64_t", /*default=*/"0",
-           "shared-memory ring depth (0: as many as fit, at most 4)">,
+           "shared-memory ring depth (0: as many as fit, at most 4; -1: as many as fit)">,
     Option<"cluster", "cluster", "std::string", /*default=*/"\"1x1\"",
            "CTA cluster along program_id 0 x program_id 1: 1x1, 2x1 (B multicast) or 1x2 "
            "(A multicast); the persistent schedules only">,

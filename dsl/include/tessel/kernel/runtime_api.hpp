@@ -56,11 +56,15 @@ enum class decomposition : std::uint8_t { automatic, data_parallel, stream_k };
 
 /// options::swizzle value that asks for no swizzle (0 means automatic).
 inline constexpr int swizzle_none = -1;
+/// options::stages value that asks for the deepest ring that fits in shared memory (0, the
+/// heuristic, takes as many as fit but at most 4). Memory-bound GEMMs (a few rows of A against a
+/// streamed weight matrix) run faster with it: docs/small-m.md.
+inline constexpr int stages_max = -1;
 
 /// Compile options. Defaults are what a demanding user would pick for bf16 GEMM on H100/H200.
 struct options {
   tessel::schedule schedule = tessel::schedule::automatic;
-  int stages = 0;                        ///< shared-memory ring depth, at least 2; 0 = heuristic
+  int stages = 0;                        ///< shared-memory ring depth, at least 2; 0 = heuristic; stages_max
   std::array<int, 2> cluster = {1, 1};   ///< CTAs per cluster along program_id 0 x 1: {1,1}, {2,1}, {1,2}
   /// Shared-memory swizzle of the TMA-loaded GEMM operands (and of their wgmma descriptors),
   /// one mode for A and B:
