@@ -37,11 +37,11 @@ constexpr const char* kUsage = R"(usage: tessel-fp8-gemm [options]
   --schedule NAME     tma | warp_specialized | cooperative | pingpong | auto   (default cooperative)
                       (multistage has no fp8: mma.sync's fp8 shapes are not built)
   --m M --n N --k K   problem size, C (MxN) = A (MxK) @ B (NxK)^T                        (default 8192 each)
-  --tile BMxBN        128x256, 128x192, 128x128 or (cooperative) 256x128, BK = 128      (default 128x256;
-                                                                                          pingpong: 128x192)
+  --tile BMxBN        128x256, 128x192, 128x128, (cooperative) 256x128, or for small M  (default 128x256;
+                      64x128 and 64x64; BK = 128                                        pingpong: 128x192)
   --out T             bf16 (timed against cuBLASLt) or e4m3 (a quantized output)       (default bf16)
   --rowwise           scale by sa[m] * sb[n] (f32 vectors) instead of one scalar
-  --stages S          shared-memory pipeline depth, 0 = tessel's choice                    (default 0)
+  --stages S          shared-memory pipeline depth, 0 = tessel's choice, -1 = as many as fit (default 0)
   --decomposition D   auto, dp (whole tiles) or sk (stream-K)                              (default auto)
   --cluster MxN       CTA cluster 1x1, 2x1 or 1x2 (cooperative and pingpong)              (default 1x1)
   --raster-group G    rows of tiles per grouped-raster group, 0 = tessel's default          (default 0)
@@ -57,7 +57,9 @@ ts::kernel jit_tile(int bm, int bn, const ts::options& o) {
   if (bm == 128 && bn == 192) return ts::jit(K<TC, 128, 192>{}, o);
   if (bm == 128 && bn == 128) return ts::jit(K<TC, 128, 128>{}, o);
   if (bm == 256 && bn == 128) return ts::jit(K<TC, 256, 128>{}, o);
-  throw tb::usage_error("--tile: this example instantiates 128x256, 128x192, 128x128 and 256x128");
+  if (bm == 64 && bn == 128) return ts::jit(K<TC, 64, 128>{}, o);
+  if (bm == 64 && bn == 64) return ts::jit(K<TC, 64, 64>{}, o);
+  throw tb::usage_error("--tile: this example instantiates 128x256, 128x192, 128x128, 256x128, 64x128 and 64x64");
 }
 template <class TC, int BM, int BN>
 using per_tensor = examples::fp8_gemm<ts::f8e4m3, ts::f8e4m3, TC, BM, BN>;

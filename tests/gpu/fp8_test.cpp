@@ -114,6 +114,8 @@ dispatch dispatch_for(const fp8_case& c) {
   if (c.bm == 128 && c.bn == 256) return by_types<128, 256>(c);
   if (c.bm == 128 && c.bn == 192) return by_types<128, 192>(c);
   if (c.bm == 256 && c.bn == 128) return by_types<256, 128>(c);
+  if (c.bm == 64 && c.bn == 64) return by_types<64, 64>(c);
+  if (c.bm == 64 && c.bn == 128) return by_types<64, 128>(c);
   throw std::invalid_argument("fp8_test: no instantiation for tile " + std::to_string(c.bm) + "x" + std::to_string(c.bn));
 }
 
@@ -244,6 +246,11 @@ std::vector<fp8_case> cases() {
   v.push_back({ts::schedule::pingpong, 128, 192, e4, e4, out_kind::e4m3, 1000, 1504, 2048});
   v.push_back({ts::schedule::tma, 128, 256, e4, e4, out_kind::bf16, 777, 1032, 1152});
   v.push_back({ts::schedule::warp_specialized, 128, 256, e5, e5, out_kind::bf16, 777, 1032, 1152});
+  // Small M (docs/small-m.md): 64-row tiles, A with fewer rows than the tile (clipped boxes).
+  v.push_back({ts::schedule::pingpong, 64, 64, e4, e4, out_kind::bf16, 13, 2112, 1024});
+  v.push_back({ts::schedule::pingpong, 64, 128, e4, e5, out_kind::bf16, 40, 1000, 2048, ts::decomposition::data_parallel});
+  v.push_back({ts::schedule::cooperative, 64, 64, e4, e4, out_kind::e4m3, 5, 300, 512});
+  v.push_back({ts::schedule::tma, 64, 128, e4, e4, out_kind::bf16, 100, 333, 640});
   return v;
 }
 

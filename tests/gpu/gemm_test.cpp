@@ -220,8 +220,8 @@ TEST_P(WarpSpecializedGemmBiasRelu, MatchesReference) {
 
 std::string ws_param_name(const ::testing::TestParamInfo<ws_param>& info) {
   const auto& [schedule, tile, stages, shape] = info.param;
-  return std::string(tb::schedule_name(schedule)) + "_" + tile_name(tile) + "_s" + std::to_string(stages) + "_" +
-         shape.str();
+  return std::string(tb::schedule_name(schedule)) + "_" + tile_name(tile) + "_s" +
+         (stages == ts::stages_max ? std::string("max") : std::to_string(stages)) + "_" + shape.str();
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -266,6 +266,20 @@ INSTANTIATE_TEST_SUITE_P(
                                          tb::tile_shape{192, 128, 64}),
                        ::testing::Values(4),
                        ::testing::Values(tb::gemm_shape{200, 300, 72}, tb::gemm_shape{3000, 5000, 2000})),
+    ws_param_name);
+
+// Small M (docs/small-m.md): 64-row tiles with the default ring and the deepest one
+// (ts::stages_max: 12 stages of 64x64, 8 of 64x128), on decode-like shapes whose A has fewer
+// rows than the tile (its TMA box clipped to 8-row multiples of M: 5, 13, 16, 100 rows) and on
+// a B with fewer rows than BN (N = 3, 40).
+INSTANTIATE_TEST_SUITE_P(
+    SmallM, WarpSpecializedGemm,
+    ::testing::Combine(::testing::Values(ts::schedule::pingpong, ts::schedule::cooperative),
+                       ::testing::Values(tb::tile_shape{64, 64, 64}, tb::tile_shape{64, 128, 64}),
+                       ::testing::Values(4, ts::stages_max),
+                       ::testing::Values(tb::gemm_shape{16, 8192, 1024}, tb::gemm_shape{13, 2112, 640},
+                                         tb::gemm_shape{5, 3, 200}, tb::gemm_shape{100, 333, 640},
+                                         tb::gemm_shape{128, 2112, 512}, tb::gemm_shape{200, 40, 1024})),
     ws_param_name);
 
 // Cooperative with 256-row tiles: two consumer warpgroups of 128 rows (two m64 row blocks) each,

@@ -109,7 +109,8 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
   //     (every measured one has >= 2112; small grids such as 256 x 256 keep the rules below,
   //     AutoJitTest): pingpong with the deepest ring that fits, whole
   //     tiles when there are >= 64 tiles along N, else the stream-K plan. Tiles of at most
-  //     128x128 and one dot, bf16 / f16 (what was measured). Run 80 (64x64 with 12 stages,
+  //     128x128 and one dot, bf16 / f16 and fp8 (what was measured; fp8 moves half the bytes
+  //     per flop, and its ridge is twice as high, so the same bound holds). Run 80 (64x64 with 12 stages,
   //     64x128 with 8, TF/s, whole tiles vs stream-K plan): 16x8192x8192 58.8 vs 57.5 and
   //     58.0 vs 51.5, 64x8192x8192 231.7 vs 224.7 and 224.4 vs 205.2, 128x8192x8192 405.0 vs
   //     386.5 and 444.4 vs 426.0, 128x28672x8192 378.9 vs 304.1 and 439.7 vs 386.3; with fewer
@@ -119,8 +120,14 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
   //     64x128 at 128x8192x8192, 4 / 8 stages 369.6 / 437.5; 64x64, 8 / 12 stages 366.0 /
   //     405.0 (whole tiles), 128x2112x7168 239.9 / 258.7; 128x128 at 128x2112x7168 4 / 6 stages
   //     183.3 / 196.2; no shape measured slower by more than 4% (64x128 at 128x2112x7168,
-  //     191.9 / 184.8).
-  if (!fp8 && g.dots <= 1 && g.bm <= 128 && g.bn <= 128 && pingpong && tilesM > 0 && tilesN > 0 && k >= 0) {
+  //     191.9 / 184.8). fp8 e4m3, run 83 (tessel-fp8-gemm, ratio to cuBLASLt's fp8 GEMM, the
+  //     deepest ring, whole tiles vs the plan; then what R2 gave, 64x128 with 4 stages and the
+  //     plan): 16x8192x8192 64x64 0.963 vs 0.917 (R2 0.796), 64x8192x8192 64x64 1.005 vs 0.963
+  //     (0.832), 128x8192x8192 64x128 1.013 vs 0.969 (0.860), 128x28672x8192 64x128 0.937 vs 0.851
+  //     (0.732); 128x2112x7168 64x64 0.909 vs 0.946 (the plan, as R6 picks); the misses
+  //     16x2112x7168 64x64 (33 tiles along N) 0.860 vs 0.821 and 128x2112x7168 64x128 (17) 0.781
+  //     vs 0.705.
+  if (g.dots <= 1 && g.bm <= 128 && g.bn <= 128 && pingpong && tilesM > 0 && tilesN > 0 && k >= 0) {
     const double m = double(tilesM) * g.bm, n = double(tilesN) * g.bn, intensity = m * n / (m + n);
     if (intensity <= 128 && std::max(m, n) >= 2048) {
       c.schedule = tessel::schedule::pingpong;
