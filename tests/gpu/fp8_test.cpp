@@ -408,6 +408,11 @@ INSTANTIATE_TEST_SUITE_P(Cases, Fp8Swiglu,
 
 // ---- quantize / dequantize -------------------------------------------------------------------------
 
+/// One program instance per 64 x 64 tile of an M x N tensor (the elementwise kernels below).
+ts::grid grid_of_64x64(std::int64_t M, std::int64_t N) {
+  return ts::grid{unsigned(ts::cdiv(M, std::int64_t(64))), unsigned(ts::cdiv(N, std::int64_t(64)))};
+}
+
 class Fp8Roundtrip : public ::testing::TestWithParam<tb::fp8_kind> {};
 
 /// Dequantization from memory: Y = f32(Q) * 2, Q an fp8 tensor (fp8 element loads in an
@@ -451,7 +456,7 @@ void check_roundtrip(tb::fp8_kind kind) {
   q.reset();
   d.reset();
   ts::kernel k = ts::jit(examples::fp8_roundtrip<TQ, 64, 64>{});
-  k.launch(nullptr, ts::grid{unsigned(ts::cdiv(M, std::int64_t(64))), unsigned(ts::cdiv(N, std::int64_t(64)))},
+  k.launch(nullptr, grid_of_64x64(M, N),
            ts::view<ts::f32>(dx.get(), {M, N}), ts::view<TQ>(q.data(), {M, N}, {tb::padded_ld(N, 1), 1}),
            ts::view<ts::f32>(d.data(), {M, N}, {N + 3, 1}), qscale);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
@@ -480,7 +485,7 @@ void check_roundtrip(tb::fp8_kind kind) {
   tb::guarded_output y(tb::guarded_matrix(M, N, N + 1, 4, /*aligned=*/false));
   y.reset();
   ts::kernel dq = ts::jit(dequant<TQ>{});
-  dq.launch(nullptr, ts::grid{unsigned(ts::cdiv(M, std::int64_t(64))), unsigned(ts::cdiv(N, std::int64_t(64)))},
+  dq.launch(nullptr, grid_of_64x64(M, N),
             ts::view<TQ>(q.data(), {M, N}, {tb::padded_ld(N, 1), 1}), ts::view<ts::f32>(y.data(), {M, N}, {N + 1, 1}));
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
   const tb::guard_report gy = y.check();
@@ -532,7 +537,7 @@ void check_recode(tb::fp8_kind from, tb::fp8_kind to) {
   tb::guarded_output y(tb::guarded_matrix(M, N, tb::padded_ld(N, 1) + 16, 1, /*aligned=*/false));
   y.reset();
   ts::kernel k = ts::jit(recode<TI, TO>{});
-  k.launch(nullptr, ts::grid{unsigned(ts::cdiv(M, std::int64_t(64))), unsigned(ts::cdiv(N, std::int64_t(64)))},
+  k.launch(nullptr, grid_of_64x64(M, N),
            ts::view<TI>(dx.get(), {M, N}), ts::view<TO>(y.data(), {M, N}, {tb::padded_ld(N, 1) + 16, 1}));
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
   const tb::guard_report gy = y.check();

@@ -64,6 +64,13 @@ ts::options options_for(const config& c) {
   return o;
 }
 
+/// The GEMM + bias + reductions kernel of a configuration, compiled once for all the tests.
+tessel_gpu_test::cached_kernel& reduce_kernel(const config& cfg) {
+  return tessel_gpu_test::cached("reduce_gemm_bias:" + label(cfg), [&] {
+    return ts::jit(tessel_test::gemm_bias_reduce<128, 128>{}, options_for(cfg));
+  });
+}
+
 /// A device buffer of `bytes` with kGuard sentinel bytes on each side.
 struct guarded {
   tb::device_buffer buf;
@@ -103,9 +110,7 @@ struct shape {
 class ReduceGemm : public ::testing::TestWithParam<config> {};
 
 void run_reduce(const config& cfg, const shape& s, bool exact) {
-  auto& ck = tessel_gpu_test::cached("reduce_gemm_bias:" + label(cfg), [&] {
-    return ts::jit(tessel_test::gemm_bias_reduce<128, 128>{}, options_for(cfg));
-  });
+  auto& ck = reduce_kernel(cfg);
   ASSERT_TRUE(ck.kernel) << ck.error;
   const ts::kernel& k = *ck.kernel;
   const std::int64_t M = s.M, N = s.N, K = s.K, ld = N + 8;
@@ -272,9 +277,7 @@ void stale_nan_ring(const ts::kernel& k) {
 TEST_P(ReduceGemm, ClippedBoxesOverStaleSharedMemory) {
   TESSEL_REQUIRE_GPU();
   const config& cfg = GetParam();
-  auto& ck = tessel_gpu_test::cached("reduce_gemm_bias:" + label(cfg), [&] {
-    return ts::jit(tessel_test::gemm_bias_reduce<128, 128>{}, options_for(cfg));
-  });
+  auto& ck = reduce_kernel(cfg);
   ASSERT_TRUE(ck.kernel) << ck.error;
   for (shape s : {shape{13, 304, 576}, shape{200, 40, 320}, shape{5, 3, 200}, shape{64, 128, 1024}}) {
     stale_nan_ring(*ck.kernel);
@@ -289,9 +292,7 @@ TEST_P(ReduceGemm, ClippedBoxesOverStaleSharedMemory) {
 TEST_P(ReduceGemm, NaNPropagates) {
   TESSEL_REQUIRE_GPU();
   const config& cfg = GetParam();
-  auto& ck = tessel_gpu_test::cached("reduce_gemm_bias:" + label(cfg), [&] {
-    return ts::jit(tessel_test::gemm_bias_reduce<128, 128>{}, options_for(cfg));
-  });
+  auto& ck = reduce_kernel(cfg);
   ASSERT_TRUE(ck.kernel) << ck.error;
   const ts::kernel& k = *ck.kernel;
   const std::int64_t M = 200, N = 304, K = 192, ld = N, nanRow = 131;

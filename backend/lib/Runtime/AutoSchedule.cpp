@@ -102,10 +102,11 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
     return c;
   }
   const std::int64_t kIterations = k < 0 || g.bk <= 0 ? -1 : (k + g.bk - 1) / g.bk;
-  // R6. Memory-bound launches: a few rows of A against a weight matrix streamed once (decode;
-  //     docs/small-m.md). The launch's flops per byte of A and B, about MN / (M + N) with M, N
-  //     the grid's rows and columns of tiles times the tile, at most 128 (the H200's ridge is
-  //     about 200: 989 TFLOP/s over 4.8 TB/s), and a streamed operand of at least 2048 rows
+  // R6. Low arithmetic intensity: a few rows of A against a weight matrix streamed once
+  //     (decode; docs/small-m.md). The launch's flops per byte of A and B, about MN / (M + N)
+  //     with M, N the grid's rows and columns of tiles times the tile, at most 256 (M <= 256
+  //     against a wide N; the H200's ridge is about 200: 989 TFLOP/s over 4.8 TB/s), and a
+  //     streamed operand of at least 2048 rows
   //     (every measured one has >= 2112; small grids such as 256 x 256 keep the rules below,
   //     AutoJitTest): pingpong with the deepest ring that fits, whole
   //     tiles when there are >= 64 tiles along N, else the stream-K plan. Tiles of at most
@@ -126,20 +127,23 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
   //     (0.832), 128x8192x8192 64x128 1.013 vs 0.969 (0.860), 128x28672x8192 64x128 0.937 vs 0.851
   //     (0.732); 128x2112x7168 64x64 0.909 vs 0.946 (the plan, as R6 picks); the misses
   //     16x2112x7168 64x64 (33 tiles along N) 0.860 vs 0.821 and 128x2112x7168 64x128 (17) 0.781
-  //     vs 0.705.
+  //     vs 0.705. Up to 256 (M = 256), run 85 (pingpong 128x128; 4 stages / the deepest ring,
+  //     the plan / whole tiles): 256x14336x4096 (112 tiles along N) 442.9 / 456.3 plan, 555.7 /
+  //     624.3 whole tiles; 256x4096x4096 (32) 371.7 / 381.0 plan, 337.8 / 357.6 whole tiles;
+  //     256x4096x14336 (32) 530.6 / 516.8 plan (the deeper ring 2.6% slower), 399.5 / 413.6.
   if (g.dots <= 1 && g.bm <= 128 && g.bn <= 128 && pingpong && tilesM > 0 && tilesN > 0 && k >= 0) {
     const double m = double(tilesM) * g.bm, n = double(tilesN) * g.bn, intensity = m * n / (m + n);
-    if (intensity <= 128 && std::max(m, n) >= 2048) {
+    if (intensity <= 256 && std::max(m, n) >= 2048) {
       c.schedule = tessel::schedule::pingpong;
       c.decomposition = decomposition(tilesN >= 64 ? tessel::decomposition::data_parallel
                                                    : tessel::decomposition::automatic);
       c.stages = u.stages == 0 ? tessel::stages_max : 0;
       explain(6, [&] {
-        return "R6: memory-bound (about " + std::to_string(int(intensity)) + " flops per byte of A and B on " +
+        return "R6: low arithmetic intensity (about " + std::to_string(int(intensity)) + " flops per byte of A and B on " +
                std::to_string(tilesM) + " x " + std::to_string(tilesN) + " tiles of " + std::to_string(g.bm) + "x" +
                std::to_string(g.bn) + "): pingpong, " + (c.stages ? "the deepest ring that fits, " : "") +
                (tilesN >= 64 ? "whole tiles (>= 64 tiles along N)" : "the stream-K plan (< 64 tiles along N)") +
-               " (runs 77-80)";
+               " (runs 77-85)";
       });
       return c;
     }

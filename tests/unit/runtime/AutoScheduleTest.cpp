@@ -56,8 +56,10 @@ TEST(AutoSchedule, MemoryBoundLaunchesTakeTheDeepestRing) {
   EXPECT_EQ(pick_grid(gemm(128, 128), 8192, 1, 224), "pingpong-dp-smax");    // 128x28672x8192
   EXPECT_EQ(pick_grid(gemm(64, 64), 7168, 1, 33), "pingpong-smax");          // 16x2112x7168: the plan
   EXPECT_EQ(pick_grid(gemm(64, 64), 7168, 2, 33), "pingpong-smax");          // 128x2112x7168
-  // Not memory-bound: the other rules, the default ring.
-  EXPECT_EQ(pick_grid(gemm(128, 128), 8192, 2, 64), "pingpong");             // 256x8192x8192
+  EXPECT_EQ(pick_grid(gemm(128, 128), 4096, 2, 112), "pingpong-dp-smax");    // 256x14336x4096 (run 85)
+  EXPECT_EQ(pick_grid(gemm(128, 128), 4096, 2, 32), "pingpong-smax");        // 256x4096x4096
+  // Higher intensity: the other rules, the default ring.
+  EXPECT_EQ(pick_grid(gemm(128, 128), 8192, 4, 64), "pingpong");             // 512x8192x8192
   EXPECT_EQ(pick_grid(gemm(128, 128), 8192, 64, 64), "pingpong");            // 8192^3
   EXPECT_EQ(pick_grid(gemm(128, 128), 4096, 2, 2), "pingpong");              // 256x256x4096: small
   EXPECT_EQ(pick_grid(gemm(64, 64), 4096, 1, 31), "pingpong");               // 16x1984x4096: small
