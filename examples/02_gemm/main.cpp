@@ -26,9 +26,11 @@ namespace {
 constexpr const char* kUsage = R"(usage: tessel-gemm [options]
   --schedule NAME     tma | multistage | warp_specialized | cooperative | pingpong | auto   (default tma)
   --m M --n N --k K   problem size, C (MxN) = A (MxK) @ B (NxK)^T                        (default 8192 each)
-  --tile BMxBN        128x256, 128x192, 192x128, 128x128 or (cooperative) 256x192, 256x128
+  --tile BMxBN        128x256, 128x192, 192x128, 128x128, (cooperative) 256x192, 256x128,
+                      or for small M (docs/small-m.md) 64x128, 64x64
                                                                   (default 128x256; pingpong: 128x128)
-  --stages S          shared-memory pipeline depth, 0 = tessel's choice                    (default 4)
+  --stages S          shared-memory pipeline depth, 0 = tessel's choice (at most 4; auto
+                      deepens it for decode shapes), -1 = as many as fit               (default 0)
   --cluster MxN       CTA cluster 1x1, 2x1 (B multicast) or 1x2 (A multicast); cooperative
                       and pingpong                                                          (default 1x1)
   --swizzle S         shared-memory swizzle of A and B: auto, none, 32, 64, 128 (bytes);
@@ -57,8 +59,10 @@ ts::kernel compile(const tb::tile_shape& tile, const ts::options& o) {
   if (tile == tb::tile_shape{192, 128, 64}) return ts::jit(examples::gemm<192, 128>{}, o);
   if (tile == tb::tile_shape{256, 192, 64}) return ts::jit(examples::gemm<256, 192>{}, o);
   if (tile == tb::tile_shape{256, 128, 64}) return ts::jit(examples::gemm<256, 128>{}, o);
-  throw tb::usage_error(
-      "--tile: this example instantiates 128x256, 128x192, 192x128, 128x128, 256x192 and 256x128 (tessel-bench has more)");
+  if (tile == tb::tile_shape{64, 128, 64}) return ts::jit(examples::gemm<64, 128>{}, o);  // small M
+  if (tile == tb::tile_shape{64, 64, 64}) return ts::jit(examples::gemm<64, 64>{}, o);
+  throw tb::usage_error("--tile: this example instantiates 128x256, 128x192, 192x128, 128x128, 256x192, 256x128, "
+                        "64x128 and 64x64 (tessel-bench has more)");
 }
 
 }  // namespace
@@ -85,7 +89,7 @@ int main(int argc, char** argv) {
     std::string dump_dir = args.str("dump-dir", no_run ? "tessel-gemm-dump" : "");
 
     ts::options opts{.schedule = schedule,
-                     .stages = int(args.i64("stages", 4)),
+                     .stages = int(args.i64("stages", 0)),
                      .cluster = tb::parse_cluster(args.str("cluster", "1x1")),
                      .swizzle = tb::parse_swizzle(args.str("swizzle", "auto")),
                      .raster_group = int(args.i64("raster-group", 0)),

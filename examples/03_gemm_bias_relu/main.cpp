@@ -37,8 +37,10 @@ constexpr const char* kUsage = R"(usage: tessel-gemm-bias-relu [options]
   --activation A      relu or gelu (tanh form; cuBLASLt GELU_BIAS)                         (default relu)
   --col-scale         then times scale[n] (N f32, uniform [0.25, 2)): C = act(A @ B^T + bias) * scale;
                       cuBLASLt has no such epilogue and is timed without it
-  --tile BMxBN        128x256, 128x192, 192x128, 128x128 or (cooperative) 256x192, 256x128  (default 128x256)
-  --stages S          shared-memory pipeline depth, 0 = tessel's choice                    (default 4)
+  --tile BMxBN        128x256, 128x192, 192x128, 128x128, (cooperative) 256x192, 256x128,
+                      or for small M (docs/small-m.md) 64x128, 64x64  (default 128x256)
+  --stages S          shared-memory pipeline depth, 0 = tessel's choice (at most 4; auto
+                      deepens it for decode shapes), -1 = as many as fit               (default 0)
   --dump-dir DIR      write every compilation stage to DIR
   --no-run            trace + compile only (no GPU needed); DIR defaults to ./tessel-gemm-bias-relu-dump
   --decomposition D   auto, dp (whole tiles) or sk (stream-K)                              (default auto)

@@ -25,9 +25,11 @@ namespace {
 constexpr const char* kUsage = R"(usage: tessel-gemm-residual [options]
   --schedule NAME     tma | multistage | warp_specialized | cooperative | pingpong | auto   (default pingpong)
   --m M --n N --k K   problem size, C (MxN) = A (MxK) @ B (NxK)^T + R (MxN)                (default 4096 each)
-  --tile BMxBN        128x256, 128x192, 192x128, 128x128 or (cooperative) 256x192, 256x128
+  --tile BMxBN        128x256, 128x192, 192x128, 128x128, (cooperative) 256x192, 256x128,
+                      or for small M (docs/small-m.md) 64x128, 64x64
                                                                   (default 128x256; pingpong: 128x128)
-  --stages S          shared-memory pipeline depth, 0 = tessel's choice                    (default 4)
+  --stages S          shared-memory pipeline depth, 0 = tessel's choice (at most 4; auto
+                      deepens it for decode shapes), -1 = as many as fit               (default 0)
   --decomposition D   auto, dp (whole tiles) or sk (stream-K)                              (default auto)
   --cluster MxN       CTA cluster 1x1, 2x1 or 1x2 (cooperative and pingpong)              (default 1x1)
   --raster-group G    rows of tiles per grouped-raster group, 0 = tessel's default          (default 0)

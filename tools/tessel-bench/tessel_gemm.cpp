@@ -315,7 +315,7 @@ ts::kernel compile_example(const std::string& what, const tile_shape& t, const t
 }
 
 void unsupported_example_tile(const tile_shape& t) {
-  throw usage_error("--tile " + t.str() + ": this example instantiates 128x256, 128x192, 192x128, 128x128, 256x192 and 256x128");
+  throw usage_error("--tile " + t.str() + ": this example instantiates 128x256, 128x192, 192x128, 128x128, 256x192, 256x128, 64x128 and 64x64");
 }
 
 int example_main(const char* program, const char* usage, const std::function<int()>& body) {

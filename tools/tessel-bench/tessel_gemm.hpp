@@ -136,14 +136,14 @@ int check_and_time(const cli& args, bool check, const launch_fn& launch, const o
 /// --decomposition, --cluster, --raster-group (their names are in kExampleOptions); the schedule
 /// and the dump directory as given.
 tessel::options example_options(const cli& args, tessel::schedule s, const std::string& dump_dir,
-                                int default_stages = 4);
+                                int default_stages = 0);
 /// The valued options example_options reads (add them to the example's cli list).
 inline constexpr const char* kExampleOptions[] = {"stages", "decomposition", "cluster", "raster-group"};
 /// Times `compile`, then prints "  kernel: <what><BM,BN,BK> schedule=... stages=... cluster=...
 /// raster_group=... decomposition=...   traced + compiled in X s" and lists `o.dump_dir`'s files.
 tessel::kernel compile_example(const std::string& what, const tile_shape& t, const tessel::options& o,
                                const std::function<tessel::kernel()>& compile);
-/// The tiles the fused-kernel examples instantiate: ts::jit of K<128, 256>, K<128, 192> or K<128, 128> (K one
+/// The tiles the fused-kernel examples instantiate (and 64x128, 64x64 for small M): ts::jit of K<128, 256>, K<128, 192> or K<128, 128> (K one
 /// of the examples' kernel templates, <BM, BN, BK = 64>); a usage_error naming --tile otherwise.
 [[noreturn]] void unsupported_example_tile(const tile_shape& t);
 template <template <int, int, int> class K>
@@ -154,6 +154,8 @@ tessel::kernel jit_example_tile(const tile_shape& t, const tessel::options& o) {
   if (t == tile_shape{192, 128, 64}) return tessel::jit(K<192, 128, 64>{}, o);
   if (t == tile_shape{256, 192, 64}) return tessel::jit(K<256, 192, 64>{}, o);
   if (t == tile_shape{256, 128, 64}) return tessel::jit(K<256, 128, 64>{}, o);
+  if (t == tile_shape{64, 128, 64}) return tessel::jit(K<64, 128, 64>{}, o);  // small M (docs/small-m.md)
+  if (t == tile_shape{64, 64, 64}) return tessel::jit(K<64, 64, 64>{}, o);
   unsupported_example_tile(t);
 }
 /// An example's main: runs `body`; a usage_error prints it and `usage` (exit status 2), a
