@@ -417,6 +417,40 @@ TEST(PlanParams, TmaEncodingIsInnermostFirstWithByteStrides) {
                         "globalStrides [1040] bytes, box [64, 128], swizzle 128B"));
 }
 
+// ":r" descriptors (ParamSpec::clipRows): the box's rows are min(box rows, the tensor's rows
+// rounded up to 8), as the kernel's expected bytes are (Ring.cpp); other descriptors keep their
+// box; a batched (rank-3) tensor clips its rows, not its batch.
+TEST(PlanParams, ClippedBoxesFollowTheTensorsRows) {
+  for (auto [rows, want] : {std::pair{256, 128}, {128, 128}, {100, 104}, {13, 16}, {8, 8}, {1, 8}}) {
+    std::vector<tensor_arg> args = gemmArgs();
+    args[0].sizes[0] = rows;  // A: rows x 512
+    CompiledKernel k = gemmKernel();
+    k.params[0].clipRows = true;
+    auto plan = runtime::planParams(k, args);
+    EXPECT_EQ(plan[0].tma.boxDim[1], std::uint32_t(want)) << rows << " rows";
+    EXPECT_EQ(plan[0].tma.boxDim[0], 64u);
+    EXPECT_EQ(plan[0].tma.globalDim[1], std::uint64_t(rows));
+    k.params[0].clipRows = false;
+    EXPECT_EQ(runtime::planParams(k, args)[0].tma.boxDim[1], 128u) << rows << " rows, not clipped";
+  }
+  CompiledKernel k;
+  k.name = "batched";
+  k.ptx = "x";
+  k.args = {{dtype::bf16, 3, true}};
+  k.params = {{ParamSpec::Kind::TmaDescriptor, 0, 0, {64, 64, 1}, 128, -1, /*store=*/false, /*clipRows=*/true}};
+  tensor_arg t;
+  t.data = fakeAddress(0x10000);
+  t.type = dtype::bf16;
+  t.rank = 3;
+  t.sizes = {3, 20, 64};
+  t.strides = {20 * 64, 64, 1};
+  const auto plan = runtime::planParams(k, std::span(&t, 1));
+  const runtime::TmaEncoding& e = plan[0].tma;
+  EXPECT_EQ(e.boxDim[0], 64u);
+  EXPECT_EQ(e.boxDim[1], 24u);
+  EXPECT_EQ(e.boxDim[2], 1u);
+}
+
 TEST(PlanParams, Rank3Tma) {
   CompiledKernel k;
   k.name = "batched";
