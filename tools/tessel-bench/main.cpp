@@ -77,7 +77,7 @@ struct config {
   std::array<int, 2> cluster{1, 1};
   ts::decomposition decomposition = ts::decomposition::automatic;
   std::string name() const {
-    std::string n = std::string(tb::schedule_name(schedule)) + "_" + tile.str() + "_s" + std::to_string(stages);
+    std::string n = std::string(tb::schedule_name(schedule)) + "_" + tile.str() + "_s" + (stages == ts::stages_max ? std::string("max") : std::to_string(stages));
     if (cluster[0] * cluster[1] > 1) n += "_c" + tb::cluster_str(cluster);
     if (decomposition != ts::decomposition::automatic) n += "_" + tb::decomposition_str(decomposition);
     return n;

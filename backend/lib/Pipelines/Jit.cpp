@@ -26,7 +26,9 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/Config/llvm-config.h"
@@ -226,6 +228,33 @@ tessel::CompiledKernel compileVariant(const VariantSource &src, const tessel::de
 /// type of its (first) tessel.dot, how many dots share the mainloop (a dual GEMM: 2), and the
 /// argument dimension its k-loop runs to (`scf.for ... to %d` with `%d = tessel.dim %argI, D`).
 /// nullopt when the kernel has no dot.
+/// The program_id axis whose tiles a dot operand's rows follow: the axis d of an offset
+/// `program_id(d) * extent` of the tile's load (through a transpose), -1 when there is none or
+/// more than one (e.g. a 1-D grid that linearises the tiles; R6 then does not apply).
+int gridAxisOf(mlir::Value operand, int64_t extent) {
+  while (auto t = operand.getDefiningOp<mlir::tessel::TransOp>())
+    operand = t->getOperand(0);
+  auto load = operand.getDefiningOp<mlir::tessel::LoadOp>();
+  if (!load)
+    return -1;
+  int axis = -1;
+  for (mlir::Value off : load.getOffsets()) {
+    auto mul = off.getDefiningOp<mlir::arith::MulIOp>();
+    if (!mul)
+      continue;
+    for (int i = 0; i < 2; ++i) {
+      auto pid = mul->getOperand(i).getDefiningOp<mlir::tessel::ProgramIdOp>();
+      mlir::APInt c;
+      if (pid && mlir::matchPattern(mul->getOperand(1 - i), mlir::m_ConstantInt(&c)) && c == extent) {
+        if (axis >= 0 && axis != static_cast<int>(pid.getAxis()))
+          return -1;
+        axis = static_cast<int>(pid.getAxis());
+      }
+    }
+  }
+  return axis;
+}
+
 std::optional<tessel::runtime::AutoGemmInfo> autoGemmInfo(mlir::ModuleOp module, const tessel::options &o) {
   std::optional<tessel::runtime::AutoGemmInfo> info;
   module.walk([&](mlir::tessel::DotOp dot) {
@@ -240,6 +269,10 @@ std::optional<tessel::runtime::AutoGemmInfo> autoGemmInfo(mlir::ModuleOp module,
     g.bn = static_cast<int>(c.getDimSize(1));
     g.bk = static_cast<int>(a.getDimSize(1));
     g.type = tessel::dtypeOf(a.getElementType());
+    g.mAxis = gridAxisOf(dot.getA(), g.bm);
+    g.nAxis = gridAxisOf(dot.getB(), g.bn);
+    if (g.mAxis == g.nAxis)
+      g.mAxis = g.nAxis = -1;
     if (auto loop = dot->getParentOfType<mlir::scf::ForOp>())
       if (auto dim = loop.getUpperBound().getDefiningOp<mlir::tessel::DimOp>())
         if (auto arg = mlir::dyn_cast<mlir::BlockArgument>(dim->getOperand(0))) {

@@ -104,11 +104,13 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
   const std::int64_t kIterations = k < 0 || g.bk <= 0 ? -1 : (k + g.bk - 1) / g.bk;
   // R6. Low arithmetic intensity: a few rows of A against a weight matrix streamed once
   //     (decode; docs/small-m.md). The launch's flops per byte of A and B, about MN / (M + N)
-  //     with M, N the grid's rows and columns of tiles times the tile, at most 256 (M <= 256
-  //     against a wide N; the H200's ridge is about 200: 989 TFLOP/s over 4.8 TB/s), and a
-  //     streamed operand of at least 2048 rows
-  //     (every measured one has >= 2112; small grids such as 256 x 256 keep the rules below,
-  //     AutoJitTest): pingpong with the deepest ring that fits, whole
+  //     with M, N the grid's tiles along M and N (AutoGemmInfo::mAxis / nAxis, the program_id
+  //     axes of the operand loads' offsets; a program that does not say, such as a 1-D grid
+  //     over all tiles, never takes R6) times the tile, at most 256 (M <= 256 against a wide
+  //     N; the H200's ridge is about 200: 989 TFLOP/s over 4.8 TB/s), and a streamed operand
+  //     of at least 2048 rows (every measured one has >= 2112; small grids such as 256 x 256
+  //     keep the rules below, AutoJitTest); no cluster (unmeasured): pingpong with the deepest
+  //     ring that fits, whole
   //     tiles when there are >= 64 tiles along N, else the stream-K plan. Tiles of at most
   //     128x128 and one dot, bf16 / f16 and fp8 (what was measured; fp8 moves half the bytes
   //     per flop, and its ridge is twice as high, so the same bound holds). Run 80 (64x64 with 12 stages,
@@ -131,7 +133,7 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
   //     the plan / whole tiles): 256x14336x4096 (112 tiles along N) 442.9 / 456.3 plan, 555.7 /
   //     624.3 whole tiles; 256x4096x4096 (32) 371.7 / 381.0 plan, 337.8 / 357.6 whole tiles;
   //     256x4096x14336 (32) 530.6 / 516.8 plan (the deeper ring 2.6% slower), 399.5 / 413.6.
-  if (g.dots <= 1 && g.bm <= 128 && g.bn <= 128 && pingpong && tilesM > 0 && tilesN > 0 && k >= 0) {
+  if (g.dots <= 1 && g.bm <= 128 && g.bn <= 128 && pingpong && !clustered && tilesM > 0 && tilesN > 0 && k >= 0) {
     const double m = double(tilesM) * g.bm, n = double(tilesN) * g.bn, intensity = m * n / (m + n);
     if (intensity <= 256 && std::max(m, n) >= 2048) {
       c.schedule = tessel::schedule::pingpong;

@@ -306,6 +306,8 @@ namespace {
 std::int64_t gridTiles(grid g) {
   return static_cast<std::int64_t>(g.x) * static_cast<std::int64_t>(g.y) * static_cast<std::int64_t>(g.z);
 }
+/// The grid's extent along program_id axis `axis`; -1 for none (AutoGemmInfo::mAxis / nAxis).
+std::int64_t gridAlong(grid g, int axis) { return axis == 0 ? g.x : axis == 1 ? g.y : axis == 2 ? g.z : -1; }
 }  // namespace
 
 void kernel_impl::setAutomatic(runtime::AutoGemmInfo info, runtime::AutoChoice eager) {
@@ -320,7 +322,7 @@ std::optional<runtime::AutoChoice> kernel_impl::automaticChoice(std::span<const 
   if (auto_->kArg >= 0 && static_cast<size_t>(auto_->kArg) < args.size() && auto_->kDim >= 0 &&
       auto_->kDim < args[auto_->kArg].rank)
     k = args[auto_->kArg].sizes[auto_->kDim];
-  return chooseAutomatic(*auto_, k, nullptr, gridTiles(g), g.x, g.y);
+  return chooseAutomatic(*auto_, k, nullptr, gridTiles(g), gridAlong(g, auto_->mAxis), gridAlong(g, auto_->nAxis));
 }
 
 LoadedKernel& kernel_impl::select(std::span<const tensor_arg> args, grid g) {
@@ -358,7 +360,7 @@ LoadedKernel& kernel_impl::select(std::span<const tensor_arg> args, grid g) {
     const std::int64_t k = auto_->kArg >= 0 && static_cast<size_t>(auto_->kArg) < args.size()
                                ? args[auto_->kArg].sizes[auto_->kDim]
                                : -1;
-    chooseAutomatic(*auto_, k, &why, gridTiles(g), g.x, g.y);
+    chooseAutomatic(*auto_, k, &why, gridTiles(g), gridAlong(g, auto_->mAxis), gridAlong(g, auto_->nAxis));
     std::fprintf(stderr, "tessel: %s: K = %lld: %s\n", head().c_str(), static_cast<long long>(k), why.c_str());
   }
   if (autoChoice && isDefaultLayout(key)) {

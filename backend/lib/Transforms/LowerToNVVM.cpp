@@ -483,6 +483,36 @@ FailureOr<Value> KernelBuilder::element(Value v, ArrayRef<Value> coords) {
 // Signature
 //===----------------------------------------------------------------------===//
 
+/// Whether an operand tile whose rows start at `rowOffset` may have its box
+/// clipped to the tensor's rows (Ring.cpp, "Clipped boxes"): the offset is a
+/// tile index (a tessel.program_id or the tile scheduler's) times the tile's
+/// `rows`, so that it is >= 0 and the rows left out lie past the tensor; and
+/// every store but a reduction's (which masks by the operands' sizes) writes
+/// at that offset, so the launch's size contracts tie its rows to the
+/// operand's and no stored element comes from a row left out. Anything else
+/// (a halo at m - 8, a constant offset, an output written elsewhere) keeps
+/// TMA's zero fill.
+bool KernelBuilder::clipsSafely(Value rowOffset, int64_t rows) {
+  auto mul = rowOffset.getDefiningOp<arith::MulIOp>();
+  if (!mul)
+    return false;
+  bool tileIndex = false;
+  for (int i = 0; i < 2 && !tileIndex; ++i) {
+    Operation *index = mul->getOperand(i).getDefiningOp();
+    APInt c;
+    tileIndex = index && isa<ProgramIdOp, hopper::TileSchedulerOp>(index) &&
+                matchPattern(mul->getOperand(1 - i), m_ConstantInt(&c)) && c == rows;
+  }
+  if (!tileIndex)
+    return false;
+  bool everyStore = true;
+  fn.walk([&](StoreOp store) {
+    if (!store.getCombine() && !llvm::is_contained(store.getOffsets(), rowOffset))
+      everyStore = false;
+  });
+  return everyStore;
+}
+
 LogicalResult KernelBuilder::buildSignature() {
   SmallVector<Type> types;
   SmallVector<Attribute> params; // for the runtime: "ptr:i", "size:i:d", "stride:i:d", "tma:..."
@@ -546,8 +576,12 @@ LogicalResult KernelBuilder::buildSignature() {
       // BN) TMA would otherwise fill the rows past the tensor with zeros,
       // and that costs as much as loading them (docs/small-m.md). The rows
       // left out only ever reach accumulator rows (columns) past M (N),
-      // which no store writes and every reduction leaves out.
-      if (!l->mnMajor && cs == 1 && l->outer > 8) {
+      // which no store writes and every reduction leaves out
+      // (clipsSafely: the tile starts at a tile index times its rows, and
+      // every store writes at that same offset).
+      const GemmOperand &operand = i == 0 ? gemm->a : gemm->bs[i - 1];
+      if (!l->mnMajor && cs == 1 && l->outer > 8 &&
+          clipsSafely(operand.offsets()[l->lead + 1 - l->tileContiguousDim()], l->outer)) {
         t.clipDim = l->lead + 1 - l->tileContiguousDim();
         t.clipRowBytes = l->tileBytes() / l->outer;
       }

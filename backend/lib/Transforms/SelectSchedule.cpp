@@ -199,11 +199,14 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
     // for, up to what fits (the error below names that, not the default);
     // stages = -1 (ts::stages_max): as many as fit.
     int64_t fit = stagesThatFit(kind, tile, eltBytes);
+    if (stages < -1)
+      return m.dot.emitError() << "stages must be at least 2, 0 (tessel's choice) or -1 (as many as fit), got "
+                               << static_cast<int64_t>(stages);
     int64_t s = stages == -1 ? fit : stages ? stages : std::min(kMaxStages, fit);
     if (s < 2)
       return m.dot.emitError() << "schedule '" << stringifyScheduleKind(kind)
                                << "' needs at least 2 stages (a stage is released one k-step late), got "
-                               << s << (stages ? "" : " (the tile is too large for two stages)");
+                               << s << (stages > 0 ? "" : " (the tile is too large for two stages)");
     SharedMemoryMap smem = planSharedMemory(kind, tile, eltBytes, s);
     if (!smem.fits())
       return m.dot.emitError() << s << " stages of " << smem.stageBytes
@@ -310,12 +313,15 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
     // Two CTAs per SM: each within half of the SM's 228 KiB, less 1 KiB the
     // hardware reserves per CTA.
     int64_t fitTwo = (kMultistageSharedBytes / 2 - 1024) / stageBytes;
+    if (stages < -1)
+      return err() << "needs stages of at least 2, 0 (tessel's choice) or -1 (as many as fit), got "
+                   << static_cast<int64_t>(stages);
     int64_t s = stages == -1 ? fit
                 : stages      ? stages
                               : std::min(kMaxStages, w.count() <= 4 && fitTwo >= 3 ? fitTwo : fit);
     if (s < 2)
       return err() << "needs at least 2 stages, got " << s
-                   << (stages ? "" : " (the tile is too large for two stages)");
+                   << (stages > 0 ? "" : " (the tile is too large for two stages)");
     if (!planSharedMemory(ScheduleKind::multistage, tile, 2, s).fits())
       return err() << "with " << s << " stages of " << stageBytes
                    << " bytes does not fit in 227 KiB of shared memory (at most " << fit

@@ -3,6 +3,7 @@
 // RUN: tessel-opt %inputs/gemm_128x256.mlir -tessel-select-schedule -tessel-plan-pipeline -tessel-lower-to-nvvm=bounded-waits=true | FileCheck %s --check-prefix=BOUNDED
 // RUN: tessel-opt %inputs/gemm_128x256.mlir -tessel-select-schedule -tessel-plan-pipeline -tessel-lower-to-nvvm=bounded-waits=true -tessel-convert-hopper-to-nvvm | FileCheck %s --check-prefix=DEBUG
 // RUN: tessel-opt %inputs/gemm_alpha_beta_128x128.mlir -tessel-select-schedule="schedule=pingpong" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=PREFETCH
+// RUN: sed 's/%C\[%m, %n\]/%C[%c0, %n]/' %inputs/gemm_128x256.mlir | tessel-opt -tessel-select-schedule -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=NOCLIP
 
 // The tma schedule: one extern dynamic shared base, TMA descriptors as byval
 // grid_constant params, a parity-waited mbarrier ring (hopper ops), wgmma from
@@ -17,6 +18,10 @@
 // CHECK: hopper.mbarrier.init %{{.*}}, %{{.*}}
 // CHECK: hopper.fence.mbarrier_init
 // CHECK: bar.sync 0
+// C written at row 0 whatever the tile: A's rows past M would reach stored rows, so A keeps
+// its whole box (TMA's zero fill); B, whose offset %n the store uses, is clipped.
+// NOCLIP: tessel.params = [{{.*}}"tma:0:64x128:128", "tma:1:64x256:128:r"]
+
 // A stage expects the bytes of boxes clipped to the tensors' rows (M < 128, N < 256
 // load no zero-filled rows), at most the whole 48 KiB stage:
 // CHECK: arith.minsi %{{.*}}, %c128_i64 : i64

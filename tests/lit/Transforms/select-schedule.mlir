@@ -12,6 +12,7 @@
 // RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="schedule=pingpong stages=6" 2>/dev/null | FileCheck %s --check-prefix=SIXSTAGES
 // RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="schedule=pingpong stages=7" 2>&1 | FileCheck %s --check-prefix=SEVENSTAGES
 // RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="schedule=pingpong stages=-1" 2>/dev/null | FileCheck %s --check-prefix=MAXSTAGES
+// RUN: not tessel-opt %s -split-input-file -tessel-select-schedule="schedule=pingpong stages=-2" 2>&1 | FileCheck %s --check-prefix=BADSTAGES
 // RUN: tessel-opt %inputs/gemm_256x192.mlir -tessel-select-schedule="schedule=cooperative" | FileCheck %s --check-prefix=COOP256
 // RUN: not tessel-opt %inputs/gemm_256x192.mlir -tessel-select-schedule="schedule=cooperative stages=4" 2>&1 | FileCheck %s --check-prefix=COOP256S4
 // RUN: not tessel-opt %inputs/gemm_256x192.mlir -tessel-select-schedule="schedule=warp_specialized" 2>&1 | FileCheck %s --check-prefix=WS256
@@ -32,6 +33,7 @@
 // SEVENSTAGES: 7 stages of 32768 bytes do not fit in shared memory (at most 6 beside the epilogue's staging buffers)
 // stages = -1 (ts::stages_max): the deepest ring that fits.
 // MAXSTAGES: #tessel.schedule<kind = pingpong, tile = [128, 128, 64], stages = 6,
+// BADSTAGES: stages must be at least 2, 0 (tessel's choice) or -1 (as many as fit), got -2
 // The raster group is printed only when it is not the default.
 // RASTER: tessel.schedule = #tessel.schedule<kind = cooperative, tile = [128, 256, 64], stages = 4, warpgroups = 2, swizzle = 128, raster = 16, stream_k = 1>
 // BADRASTER: option raster-group (options::raster_group) must be in [0, 1024] (0: the default, 8, or 16 for tiles of at most 64 rows), got -1

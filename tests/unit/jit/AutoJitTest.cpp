@@ -65,6 +65,59 @@ TEST(AutoJit, ShortKLaunchesThePingpongWholeTileVariantOnceAndLargeKTheEagerKern
   EXPECT_THAT(small, Not(HasSubstr("variant 'pingpong-dp'")));
 }
 
+/// The examples' GEMM with its tiles' axes given by `Grid` (docs/small-m.md, R6's M and N).
+template <int BM_, int BN_, int Grid>
+struct gemm_on_grid {
+  static constexpr auto BM = ts::c<BM_>, BN = ts::c<BN_>, BK = ts::c<64>;
+  void operator()(ts::tensor<ts::bf16, 2> A, ts::tensor<ts::bf16, 2> B, ts::tensor<ts::bf16, 2> C) const {
+    using namespace ts::literals;
+    // Grid 1: M along program_id 1, N along 0. Grid 2: one axis over all tiles (128 along N).
+    auto t = ts::program_id(0);
+    auto m = Grid == 1 ? ts::program_id(1) * BM : (t / 128_c) * BM;
+    auto n = Grid == 1 ? t * BN : (t % 128_c) * BN;
+    auto acc = ts::zeros<ts::f32>(BM, BN);
+    for (auto k : ts::range(0, A.size(1), BK))
+      acc += ts::dot(A.load({m, k}, BM, BK), B.load({n, k}, BN, BK).T());
+    C.store({m, n}, ts::cast<ts::bf16>(acc));
+  }
+};
+
+std::string launchOnGrid(ts::kernel& k, ts::grid g, std::int64_t M, std::int64_t N, std::int64_t K) {
+  ::testing::internal::CaptureStderr();
+  try {
+    k.launch(nullptr, g, ts::view<ts::bf16>(fake(0x100000), {M, K}), ts::view<ts::bf16>(fake(0x200000), {N, K}),
+             ts::view<ts::bf16>(fake(0x300000), {M, N}));
+  } catch (const ts::error&) {
+  }
+  std::string err = ::testing::internal::GetCapturedStderr();
+  std::printf("%s", err.c_str());
+  return err;
+}
+
+// R6: a decode launch (16 x 8192 x 8192 on 64x64 tiles) takes pingpong with whole tiles and the
+// deepest ring, read off the grid axes the loads' offsets name; a grid that linearises the tiles
+// does not say which extent is M, and keeps the other rules.
+TEST(AutoJit, DecodeLaunchesTakeTheDeepestRingOnTheirGridsAxes) {
+  tessel_test::scoped_env fresh{"TESSEL_DISABLE_CACHE", "1"};
+  tessel_test::scoped_env verbose{"TESSEL_VERBOSE", "1"};
+  const ts::options o{.schedule = ts::schedule::automatic};
+  ts::kernel k = ts::jit(examples::gemm<64, 64, 64>{}, o);
+  std::string log = launchOnGrid(k, ts::grid{1, 128}, 16, 8192, 8192);
+  EXPECT_THAT(log, HasSubstr("R6: low arithmetic intensity (about 63 flops per byte of A and B on 1 x 128 tiles of 64x64)"));
+  EXPECT_THAT(log, HasSubstr("compiling variant 'pingpong-dp-smax'"));
+  EXPECT_THAT(log, HasSubstr("the deepest ring that fits"));
+
+  ts::kernel swapped = ts::jit(gemm_on_grid<64, 64, 1>{}, o);
+  log = launchOnGrid(swapped, ts::grid{128, 1}, 16, 8192, 8192);
+  EXPECT_THAT(log, HasSubstr("on 1 x 128 tiles of 64x64"));
+  EXPECT_THAT(log, HasSubstr("compiling variant 'pingpong-dp-smax'"));
+
+  ts::kernel linear = ts::jit(gemm_on_grid<64, 64, 2>{}, o);
+  log = launchOnGrid(linear, ts::grid{128, 1}, 16, 8192, 8192);
+  EXPECT_THAT(log, Not(HasSubstr("R6")));
+  EXPECT_THAT(log, Not(HasSubstr("smax")));
+}
+
 TEST(AutoJit, WideTileIsCooperative) {
   tessel_test::scoped_env fresh{"TESSEL_DISABLE_CACHE", "1"};
   ts::kernel k = ts::jit(examples::gemm<128, 256, 64>{}, {.schedule = ts::schedule::automatic});

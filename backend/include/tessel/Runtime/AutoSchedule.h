@@ -38,6 +38,10 @@ struct AutoGemmInfo {
   /// kArg = -1 when the program's loop bound is not an argument's dimension (K then counts as
   /// unknown, i.e. large).
   int kArg = -1, kDim = -1;
+  /// The launch-grid axes whose tiles A's rows (M) and B's rows (N) follow: the d of the loads'
+  /// offsets `program_id(d) * BM` (`* BN`); -1 when the program does not say (R6 then does not
+  /// apply: a 1-D grid that linearises the tiles cannot be read as M x N).
+  int mAxis = -1, nAxis = -1;
   /// The user's options (schedule::automatic; the rest as given).
   options user;
 };
@@ -59,8 +63,7 @@ struct AutoChoice {
 /// the deciding line and its measurement are written there (the launch path passes none: no
 /// string is built per launch).
 /// `tiles`: the launch's grid (one program instance per tile, x * y * z), -1 when unknown;
-/// `tilesM`, `tilesN`: its x and y (tiles along program_id 0 and 1: M and N in the GEMMs of
-/// the examples), -1 when unknown.
+/// `tilesM`, `tilesN`: its extents along AutoGemmInfo::mAxis and nAxis, -1 when unknown.
 AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* why = nullptr,
                            std::int64_t tiles = -1, std::int64_t tilesM = -1, std::int64_t tilesN = -1);
 

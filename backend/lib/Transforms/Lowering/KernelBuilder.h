@@ -329,6 +329,9 @@ private:
   LogicalResult emitStores(function_ref<LogicalResult(StoreOp)> perStore);
   /// TMA loads of tile `j` into stage `s` (both i32), then expect_tx.
   LogicalResult issueStage(Value j, Value s);
+  /// Whether an operand tile at `rowOffset` of `rows` rows may load a box
+  /// clipped to the tensor's rows (LowerToNVVM.cpp).
+  bool clipsSafely(Value rowOffset, int64_t rows);
   /// The bytes one stage's TMA boxes deliver (arrive_expect_tx): the static
   /// aBytes + bBytes, less what the clipped boxes leave out (clippedRows).
   Value stageTxBytes();

@@ -199,7 +199,7 @@ std::string signature_text() {
 template <class F>
 std::string candidate_label(const options& o) {
   std::string s = kernel_name<F>() + " " + to_string(o.schedule);
-  if (o.stages) s += " s" + std::to_string(o.stages);
+  if (o.stages) s += o.stages == stages_max ? std::string(" smax") : " s" + std::to_string(o.stages);
   if (o.cluster[0] != 1 || o.cluster[1] != 1)
     s += " c" + std::to_string(o.cluster[0]) + "x" + std::to_string(o.cluster[1]);
   if (o.swizzle) s += o.swizzle == swizzle_none ? std::string(" swnone") : " sw" + std::to_string(o.swizzle);
