@@ -417,6 +417,22 @@ TEST(PlanParams, TmaEncodingIsInnermostFirstWithByteStrides) {
                         "globalStrides [1040] bytes, box [64, 128], swizzle 128B"));
 }
 
+/// A kernel of one rank-3 TMA-loaded argument (box `box`, 128B swizzle) and that argument.
+std::pair<CompiledKernel, tensor_arg> batched(dtype type, std::array<std::uint32_t, 3> box,
+                                              std::array<std::int64_t, 3> sizes, std::array<std::int64_t, 3> strides) {
+  CompiledKernel k;
+  k.name = "batched";
+  k.ptx = "x";
+  k.args = {{type, 3, true}};
+  k.params = {{ParamSpec::Kind::TmaDescriptor, 0, 0, box, 128}};
+  tensor_arg t;
+  t.data = fakeAddress(0x10000);
+  t.type = type;
+  t.rank = 3;
+  for (int d = 0; d < 3; ++d) t.sizes[d] = sizes[d], t.strides[d] = strides[d];
+  return {k, t};
+}
+
 // ":r" descriptors (ParamSpec::clipRows): the box's rows are min(box rows, the tensor's rows
 // rounded up to 8), as the kernel's expected bytes are (Ring.cpp); other descriptors keep their
 // box; a batched (rank-3) tensor clips its rows, not its batch.
@@ -433,17 +449,8 @@ TEST(PlanParams, ClippedBoxesFollowTheTensorsRows) {
     k.params[0].clipRows = false;
     EXPECT_EQ(runtime::planParams(k, args)[0].tma.boxDim[1], 128u) << rows << " rows, not clipped";
   }
-  CompiledKernel k;
-  k.name = "batched";
-  k.ptx = "x";
-  k.args = {{dtype::bf16, 3, true}};
-  k.params = {{ParamSpec::Kind::TmaDescriptor, 0, 0, {64, 64, 1}, 128, -1, /*store=*/false, /*clipRows=*/true}};
-  tensor_arg t;
-  t.data = fakeAddress(0x10000);
-  t.type = dtype::bf16;
-  t.rank = 3;
-  t.sizes = {3, 20, 64};
-  t.strides = {20 * 64, 64, 1};
+  auto [k, t] = batched(dtype::bf16, {64, 64, 1}, {3, 20, 64}, {20 * 64, 64, 1});
+  k.params[0].clipRows = true;
   const auto plan = runtime::planParams(k, std::span(&t, 1));
   const runtime::TmaEncoding& e = plan[0].tma;
   EXPECT_EQ(e.boxDim[0], 64u);
@@ -452,17 +459,7 @@ TEST(PlanParams, ClippedBoxesFollowTheTensorsRows) {
 }
 
 TEST(PlanParams, Rank3Tma) {
-  CompiledKernel k;
-  k.name = "batched";
-  k.ptx = "x";
-  k.args = {{dtype::f32, 3, true}};
-  k.params = {{ParamSpec::Kind::TmaDescriptor, 0, 0, {32, 16, 1}, 128}};
-  tensor_arg t;
-  t.data = fakeAddress(0x10000);
-  t.type = dtype::f32;
-  t.rank = 3;
-  t.sizes = {3, 10, 40};
-  t.strides = {10 * 44, 44, 1};
+  auto [k, t] = batched(dtype::f32, {32, 16, 1}, {3, 10, 40}, {10 * 44, 44, 1});
   ASSERT_NO_THROW(validateArgs(k, std::span(&t, 1), {1, 1, 1}));
   auto plan = runtime::planParams(k, std::span(&t, 1));
   const runtime::TmaEncoding& e = plan[0].tma;
