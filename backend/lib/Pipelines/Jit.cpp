@@ -19,6 +19,7 @@
 #include "tessel/Runtime/DiskCache.h"
 #include "tessel/Runtime/Env.h"
 #include "tessel/Runtime/Kernel.h"
+#include "tessel/Transforms/GemmMatch.h"
 #include "tessel/Transforms/OperandLayout.h"
 #include "tessel/kernel/autotune.hpp"
 
@@ -26,9 +27,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinAttributes.h"
-#include "mlir/IR/Matchers.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/Config/llvm-config.h"
@@ -239,18 +238,12 @@ int gridAxisOf(mlir::Value operand, int64_t extent) {
     return -1;
   int axis = -1;
   for (mlir::Value off : load.getOffsets()) {
-    auto mul = off.getDefiningOp<mlir::arith::MulIOp>();
-    if (!mul)
+    auto pid = mlir::dyn_cast_or_null<mlir::tessel::ProgramIdOp>(mlir::tessel::tileIndexOf(off, extent));
+    if (!pid)
       continue;
-    for (int i = 0; i < 2; ++i) {
-      auto pid = mul->getOperand(i).getDefiningOp<mlir::tessel::ProgramIdOp>();
-      mlir::APInt c;
-      if (pid && mlir::matchPattern(mul->getOperand(1 - i), mlir::m_ConstantInt(&c)) && c == extent) {
-        if (axis >= 0 && axis != static_cast<int>(pid.getAxis()))
-          return -1;
-        axis = static_cast<int>(pid.getAxis());
-      }
-    }
+    if (axis >= 0 && axis != static_cast<int>(pid.getAxis()))
+      return -1;
+    axis = static_cast<int>(pid.getAxis());
   }
   return axis;
 }

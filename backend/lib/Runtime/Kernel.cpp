@@ -363,10 +363,19 @@ LoadedKernel& kernel_impl::select(std::span<const tensor_arg> args, grid g) {
     chooseAutomatic(*auto_, k, &why, gridTiles(g), gridAlong(g, auto_->mAxis), gridAlong(g, auto_->nAxis));
     std::fprintf(stderr, "tessel: %s: K = %lld: %s\n", head().c_str(), static_cast<long long>(k), why.c_str());
   }
+  // The variant for the launch's layout and, under schedule::automatic, the rule's choice.
+  auto request = [&] {
+    VariantRequest r{key, false, variantTag(scheduleName(), key)};
+    if (autoChoice) {
+      r.schedule = autoChoice->schedule;
+      r.decomposition = autoChoice->decomposition;
+      if (autoChoice->stages)
+        r.stages = autoChoice->stages;
+    }
+    return r;
+  };
   if (autoChoice && isDefaultLayout(key)) {
-    VariantRequest r{key, false, variantTag(scheduleName(), key), autoChoice->schedule, autoChoice->decomposition};
-    if (autoChoice->stages)
-      r.stages = autoChoice->stages;
+    VariantRequest r = request();
     try {
       chosen = &variant(r);
     } catch (const tessel::error& e) {
@@ -378,13 +387,7 @@ LoadedKernel& kernel_impl::select(std::span<const tensor_arg> args, grid g) {
     }
   }
   if (!isDefaultLayout(key)) {
-    VariantRequest r{key, false, variantTag(scheduleName(), key)};
-    if (autoChoice) {
-      r.schedule = autoChoice->schedule;
-      r.decomposition = autoChoice->decomposition;
-      if (autoChoice->stages)
-        r.stages = autoChoice->stages;
-    }
+    VariantRequest r = request();
     try {
       chosen = &variant(r);
     } catch (const tessel::error& e) {

@@ -4,6 +4,9 @@
 
 #include "tessel/Dialect/Hopper/Hopper.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Matchers.h"
+
 using namespace mlir;
 using namespace mlir::tessel;
 
@@ -100,4 +103,18 @@ FailureOr<std::optional<GemmMatch>> mlir::tessel::matchGemm(func::FuncOp kernel)
   m.tileK = aTy.getDimSize(1);
   m.tileN = bTy.getDimSize(1);
   return std::optional<GemmMatch>(m);
+}
+
+Operation *mlir::tessel::tileIndexOf(Value offset, int64_t extent) {
+  auto mul = offset.getDefiningOp<arith::MulIOp>();
+  if (!mul)
+    return nullptr;
+  for (int i = 0; i < 2; ++i) {
+    Operation *index = mul->getOperand(i).getDefiningOp();
+    APInt c;
+    if (index && isa<ProgramIdOp, hopper::TileSchedulerOp>(index) &&
+        matchPattern(mul->getOperand(1 - i), m_ConstantInt(&c)) && c == extent)
+      return index;
+  }
+  return nullptr;
 }

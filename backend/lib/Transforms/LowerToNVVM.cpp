@@ -493,17 +493,7 @@ FailureOr<Value> KernelBuilder::element(Value v, ArrayRef<Value> coords) {
 /// (a halo at m - 8, a constant offset, an output written elsewhere) keeps
 /// TMA's zero fill.
 bool KernelBuilder::clipsSafely(Value rowOffset, int64_t rows) {
-  auto mul = rowOffset.getDefiningOp<arith::MulIOp>();
-  if (!mul)
-    return false;
-  bool tileIndex = false;
-  for (int i = 0; i < 2 && !tileIndex; ++i) {
-    Operation *index = mul->getOperand(i).getDefiningOp();
-    APInt c;
-    tileIndex = index && isa<ProgramIdOp, hopper::TileSchedulerOp>(index) &&
-                matchPattern(mul->getOperand(1 - i), m_ConstantInt(&c)) && c == rows;
-  }
-  if (!tileIndex)
+  if (!tileIndexOf(rowOffset, rows))
     return false;
   bool everyStore = true;
   fn.walk([&](StoreOp store) {

@@ -78,6 +78,13 @@ struct GemmMatch {
 /// or failure (with a diagnostic) if it has one that the backend cannot build.
 FailureOr<std::optional<GemmMatch>> matchGemm(func::FuncOp kernel);
 
+/// The tile index that `offset` multiplies by `extent` (`offset = index *
+/// extent`): a tessel.program_id, or a hopper.tile_scheduler result once the
+/// tile scheduler is materialised; null when the offset has another form. A
+/// tile's offset of this form is >= 0 and a whole number of tiles (the clipped
+/// TMA boxes of tessel-lower-to-nvvm, schedule::automatic's grid axes).
+Operation *tileIndexOf(Value offset, int64_t extent);
+
 /// Warp tiling of schedule `multistage` (shared by tessel-select-schedule, which
 /// checks it, and the kernel builder): a BM x BN CTA tile is split into
 /// warpsM x warpsN warps of wm x wn. A side of at least 128 (and a multiple of
