@@ -43,6 +43,31 @@ struct fp8_gemm_rowwise {
   }
 };
 
+/// Block scaling, DeepSeek-V3's fp8 recipe (DeepGEMM; cuBLASLt's VEC128_32F / BLK128x128_32F
+/// scale modes): one f32 scale per row of A and 128-wide block of K (per token and channel
+/// group), one per 128 x 128 block of B (per weight block), applied to each k-step's product
+/// before it is added (the scaled accumulation, docs/fp8.md):
+///   C = cast<TC>(sum over k-blocks kb of (A_kb @ B_kb^T) * SA[kb][m] * SB[n / 128][kb])
+/// SA is ceil(K / 128) x M (M contiguous), SB ceil(N / 128) x ceil(K / 128). BN divides 128, so
+/// that a tile's columns share one block of B; BK = 128 is one block of K per k-step.
+template <class TC, int BM_, int BN_>
+struct fp8_gemm_blockwise {
+  static_assert(128 % BN_ == 0, "fp8_gemm_blockwise: BN must divide 128 (one block of B per tile)");
+  static constexpr auto BM = ts::c<BM_>, BN = ts::c<BN_>, BK = ts::c<128>;
+
+  void operator()(ts::tensor<ts::f8e4m3, 2> A, ts::tensor<ts::f8e4m3, 2> B, ts::tensor<ts::f32, 2> SA,
+                  ts::tensor<ts::f32, 2> SB, ts::tensor<TC, 2> C) const {
+    auto m = ts::program_id(0) * BM, n = ts::program_id(1) * BN;
+    auto acc = ts::zeros<ts::f32>(BM, BN);
+    for (auto k : ts::range(0, A.size(1), BK)) {
+      auto kb = k / BK;
+      acc += ts::dot(A.load({m, k}, BM, BK), B.load({n, k}, BN, BK).T()) * SA.load({kb, m}, BM).col() *
+             SB.at({n / 128, kb});
+    }
+    C.store({m, n}, ts::cast<TC>(acc));
+  }
+};
+
 /// SwiGLU's gate and up projections from fp8 weights as one dual GEMM (two dots sharing the A
 /// tile; docs/dual-gemm.md): H = bf16(silu(scale * A W1^T) * (scale * A W3^T)).
 template <int BM_, int BN_>

@@ -719,6 +719,18 @@ value load(value tensor, std::span<const value> offsets, std::span<const std::in
   return s.put(tir::LoadOp::create(s.builder, s.loc(l), type, ref, offs));
 }
 
+value load_element(value tensor, std::span<const value> offsets, loc l) {
+  Session &s = session("at");
+  Value ref = s.get(tensor, "at", l);
+  auto refType = dyn_cast<tir::RefType>(ref.getType());
+  if (!refType)
+    s.fail(l, "at: expected a kernel tensor, got " + str(ref.getType()));
+  SmallVector<Value> offs;
+  for (value o : offsets)
+    offs.push_back(s.get(o, "at", l));
+  return s.put(tir::LoadElementOp::create(s.builder, s.loc(l), refType.getElementType(), ref, offs));
+}
+
 void store(value tensor, std::span<const value> offsets, value tile, loc l) {
   Session &s = session("store");
   Value ref = s.get(tensor, "store", l);

@@ -9,6 +9,9 @@
 //     large outputs) within a stated tolerance (check_element);
 //   * rowwise scales (fp8_gemm_rowwise: an f32 scale per row of A and per row of B, applied to the
 //     accumulator), outputs e4m3 and bf16, in the four schedules;
+//   * block scales (fp8_gemm_blockwise: SA per row of A and 128-wide block of K, SB per 128 x 128
+//     block of B, applied to each k-step's product), in warp_specialized, cooperative (both
+//     decompositions), pingpong (64-row tiles) and automatic, K and N not multiples of 128;
 //   * SwiGLU's gate and up projections from e4m3 weights as one dual GEMM (fp8_swiglu) in the four
 //     schedules, against the CPU in double on sampled elements;
 //   * the quantize / dequantize pair of an fp8 pipeline (fp8_roundtrip): f32 -> e4m3 / e5m2 must
@@ -332,6 +335,108 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(tb::schedule_name(i.param.schedule)) + "_" + std::to_string(i.param.bm) + "x" +
              std::to_string(i.param.bn) + "_to_" + out_name(i.param.out) + "_" + std::to_string(i.param.m) + "x" +
              std::to_string(i.param.n) + "x" + std::to_string(i.param.k);
+    });
+
+// ---- block scales (DeepSeek-V3's recipe: 1 x 128 for A, 128 x 128 for B) -----------------------------
+
+struct blockwise_case {
+  ts::schedule schedule;
+  int bm, bn;
+  out_kind out;
+  std::int64_t m, n, k;
+  ts::decomposition decomposition = ts::decomposition::automatic;
+};
+
+class Fp8Blockwise : public ::testing::TestWithParam<blockwise_case> {};
+
+template <class TC>
+ts::kernel jit_blockwise(const blockwise_case& c) {
+  ts::options o{.schedule = c.schedule, .decomposition = c.decomposition};
+  if (c.bm == 64 && c.bn == 128) return ts::jit(examples::fp8_gemm_blockwise<TC, 64, 128>{}, o);
+  if (c.bm == 64 && c.bn == 64) return ts::jit(examples::fp8_gemm_blockwise<TC, 64, 64>{}, o);
+  return ts::jit(examples::fp8_gemm_blockwise<TC, 128, 128>{}, o);
+}
+
+// Each k-step's product is scaled by SA[k/128][m] * SB[n/128][k/128] before it is added
+// (fp8_gemm_blockwise): the reference sums the 128-wide blocks of K separately in double. K need
+// not be a multiple of 128 (the last block is partial: TMA's zero fill, and SA / SB have
+// ceil(K/128) blocks); N need not be one either (SB's last row of blocks covers a partial block).
+TEST_P(Fp8Blockwise, MatchesReference) {
+  TESSEL_REQUIRE_GPU();
+  const blockwise_case& c = GetParam();
+  ts::kernel k = c.out == out_kind::e4m3 ? jit_blockwise<ts::f8e4m3>(c) : jit_blockwise<ts::bf16>(c);
+  const auto e4 = tb::fp8_kind::e4m3;
+  const std::uint64_t seed = std::uint64_t(c.m * 137 + c.n * 19 + c.k);
+  const std::vector<std::uint8_t> a = tb::random_fp8(std::size_t(c.m * c.k), seed, e4),
+                                  b = tb::random_fp8(std::size_t(c.n * c.k), seed + 1, e4);
+  const std::int64_t kb = ts::cdiv(c.k, std::int64_t(128)), nb = ts::cdiv(c.n, std::int64_t(128));
+  // Scales of the size an fp8 recipe gives (amax / 448 of bf16 blocks): 2^-10 .. 2^-4.
+  std::mt19937 rng{static_cast<unsigned>(seed)};
+  std::uniform_real_distribution<float> u(-10, -4);
+  std::vector<float> sa(std::size_t(kb * c.m)), sb(std::size_t(nb * kb));  // SA[kb][m], SB[nb][kb]
+  for (float& s : sa) s = std::exp2(u(rng));
+  for (float& s : sb) s = std::exp2(u(rng));
+  const tb::device_buffer da = upload(a), db = upload(b), dsa = upload(sa), dsb = upload(sb);
+  const int eb = out_bytes(c.out);
+  const std::int64_t ld = tb::padded_ld(c.n, eb);
+  tb::guarded_output out(tb::guarded_matrix(c.m, c.n, ld, eb));
+  out.reset();
+  const ts::grid grid{unsigned(ts::cdiv(c.m, std::int64_t(c.bm))), unsigned(ts::cdiv(c.n, std::int64_t(c.bn)))};
+  auto cview = c.out == out_kind::e4m3 ? ts::view<ts::f8e4m3>(out.data(), {c.m, c.n}, {ld, 1})
+                                       : ts::view<ts::bf16>(out.data(), {c.m, c.n}, {ld, 1});
+  ASSERT_NO_THROW(k.launch(nullptr, grid, ts::view<ts::f8e4m3>(da.get(), {c.m, c.k}),
+                           ts::view<ts::f8e4m3>(db.get(), {c.n, c.k}), ts::view<ts::f32>(dsa.get(), {kb, c.m}),
+                           ts::view<ts::f32>(dsb.get(), {nb, kb}), cview));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
+  const tb::guard_report g = out.check();
+  EXPECT_TRUE(g.ok()) << g.str();
+  fp8_case as_gemm{c.schedule, c.bm, c.bn, e4, e4, c.out, c.m, c.n, c.k};
+  int bad = 0;
+  for (auto [r, col] : positions(as_gemm)) {
+    double want = 0, scaled_abs = 0;
+    for (std::int64_t blk = 0; blk < kb; ++blk) {
+      double sum = 0, abs_sum = 0;
+      for (std::int64_t kk = blk * 128; kk < std::min(c.k, blk * 128 + 128); ++kk) {
+        const double p =
+            tb::fp8_to_double(a[std::size_t(r * c.k + kk)], e4) * tb::fp8_to_double(b[std::size_t(col * c.k + kk)], e4);
+        sum += p;
+        abs_sum += std::fabs(p);
+      }
+      const double s = double(sa[std::size_t(blk * c.m + r)]) * double(sb[std::size_t((col / 128) * kb + blk)]);
+      want += sum * s;
+      scaled_abs += abs_sum * s;
+    }
+    const double got = decode(out, c.out, r, col);
+    if (!(std::fabs(got - want) <= tolerance(want, scaled_abs, c.out) + std::fabs(want) * 1e-6) && bad++ < 8)
+      ADD_FAILURE() << "C[" << r << "][" << col << "] = " << got << ", reference " << want;
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, Fp8Blockwise,
+    ::testing::Values(
+        blockwise_case{ts::schedule::cooperative, 128, 128, out_kind::bf16, 1000, 1504, 2048},
+        blockwise_case{ts::schedule::cooperative, 128, 128, out_kind::bf16, 1000, 1504, 2048,
+                       ts::decomposition::data_parallel},
+        blockwise_case{ts::schedule::cooperative, 128, 128, out_kind::bf16, 1000, 1504, 2048,
+                       ts::decomposition::stream_k},
+        blockwise_case{ts::schedule::cooperative, 128, 128, out_kind::e4m3, 257, 264, 640},
+        blockwise_case{ts::schedule::cooperative, 128, 128, out_kind::bf16, 257, 264, 720},
+        blockwise_case{ts::schedule::pingpong, 64, 128, out_kind::bf16, 257, 264, 720},
+        blockwise_case{ts::schedule::pingpong, 64, 128, out_kind::bf16, 1000, 1504, 2048,
+                       ts::decomposition::stream_k},
+        blockwise_case{ts::schedule::pingpong, 64, 64, out_kind::bf16, 16, 200, 2048},
+        blockwise_case{ts::schedule::warp_specialized, 128, 128, out_kind::bf16, 257, 264, 640},
+        blockwise_case{ts::schedule::automatic, 128, 128, out_kind::bf16, 300, 520, 1024},
+        blockwise_case{ts::schedule::automatic, 64, 128, out_kind::e4m3, 7, 9, 16}),
+    [](const ::testing::TestParamInfo<blockwise_case>& i) {
+      return std::string(tb::schedule_name(i.param.schedule)) + "_" + std::to_string(i.param.bm) + "x" +
+             std::to_string(i.param.bn) + "_to_" + out_name(i.param.out) + "_" + std::to_string(i.param.m) + "x" +
+             std::to_string(i.param.n) + "x" + std::to_string(i.param.k) +
+             (i.param.decomposition == ts::decomposition::data_parallel ? "_dp"
+              : i.param.decomposition == ts::decomposition::stream_k    ? "_sk"
+                                                                         : "");
     });
 
 // ---- a dual GEMM from fp8 weights (SwiGLU's gate and up) ------------------------------------------

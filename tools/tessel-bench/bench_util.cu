@@ -541,10 +541,10 @@ lt_context::~lt_context() {
 }
 
 lt_gemm::lt_gemm(lt_context& ctx, std::int64_t M, std::int64_t N, std::int64_t K, out_type out, epilogue ep,
-                 const void* bias, int max_algos, gemm_layout layout, in_type in)
+                 const void* bias, int max_algos, gemm_layout layout, in_type in, lt_block_scales scales)
     : ctx_(ctx) {
   try {
-    init(M, N, K, out, ep, bias, max_algos, layout, in);
+    init(M, N, K, out, ep, bias, max_algos, layout, in, scales);
   } catch (...) {
     destroy();
     throw;
@@ -560,7 +560,7 @@ gemm_layout gemm_layout::parse(const std::string& s) {
 }
 
 void lt_gemm::init(std::int64_t M, std::int64_t N, std::int64_t K, out_type out, epilogue ep, const void* bias,
-                   int max_algos, gemm_layout layout, in_type in) {
+                   int max_algos, gemm_layout layout, in_type in, lt_block_scales scales) {
   if (M <= 0 || N <= 0 || K <= 0) throw std::invalid_argument("lt_gemm: empty problem");
   if (in == in_type::e4m3 && !(layout == gemm_layout{}))
     throw std::invalid_argument("lt_gemm: cuBLASLt takes fp8 operands in the TN layout only");
@@ -575,6 +575,16 @@ void lt_gemm::init(std::int64_t M, std::int64_t N, std::int64_t K, out_type out,
   cublasOperation_t tb = layout.a_k_contiguous ? CUBLAS_OP_N : CUBLAS_OP_T;
   TB_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
   TB_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  if (scales.a || scales.b) {
+    if (in != in_type::e4m3 || !scales.a || !scales.b)
+      throw std::invalid_argument("lt_gemm: block scales need fp8 operands and both scale tensors");
+    // cuBLASLt's A is our B (128 x 128 blocks), its B our A (1 x 128 per row).
+    const std::int32_t ma = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, mb = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    TB_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &ma, sizeof ma));
+    TB_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mb, sizeof mb));
+    TB_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scales.b, sizeof scales.b));
+    TB_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scales.a, sizeof scales.a));
+  }
   if (ep != epilogue::none) {
     cublasLtEpilogue_t e = ep == epilogue::bias_relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_GELU_BIAS;
     TB_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e));

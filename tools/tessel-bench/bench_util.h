@@ -289,13 +289,21 @@ private:
 /// M x K buffer of A read column-major is A^T (K x M, ld K), cuBLASLt's second operand with
 /// op = N. So: m = N, n = M, k = K, opA = T on B, opB = N on A, D is N x M with ld N (the "TN"
 /// layout cuBLAS is fastest at). Bias (length = rows of D = N) is indexed by n, as wanted.
+/// fp8 block scales for lt_gemm (DeepSeek-V3's recipe): `a` one f32 per row of our A and 128 of K
+/// (cuBLASLt's VEC128_32F on its B), `b` one per 128 x 128 block of our B (BLK128x128_32F on its
+/// A); null: no block scaling. Their layouts are cuBLASLt's (the caller checks the result).
+struct lt_block_scales {
+  const void* a = nullptr;
+  const void* b = nullptr;
+};
+
 class lt_gemm {
 public:
   /// Asks cuBLASLt's heuristic for up to `max_algos` algorithms (the first is the default).
   /// For epilogue::bias_relu, `bias` is the device bias pointer used by every run.
   lt_gemm(lt_context& ctx, std::int64_t M, std::int64_t N, std::int64_t K, out_type out,
           epilogue ep = epilogue::none, const void* bias = nullptr, int max_algos = 1, gemm_layout layout = {},
-          in_type in = in_type::bf16);
+          in_type in = in_type::bf16, lt_block_scales scales = {});
   ~lt_gemm();
   lt_gemm(const lt_gemm&) = delete;
   lt_gemm& operator=(const lt_gemm&) = delete;
@@ -315,7 +323,7 @@ public:
 
 private:
   void init(std::int64_t M, std::int64_t N, std::int64_t K, out_type out, epilogue ep, const void* bias, int max_algos,
-            gemm_layout layout, in_type in);
+            gemm_layout layout, in_type in, lt_block_scales scales);
   void destroy() noexcept;
   lt_context& ctx_;
   void* op_ = nullptr;                  // cublasLtMatmulDesc_t

@@ -262,6 +262,8 @@ std::optional<tessel::runtime::AutoGemmInfo> autoGemmInfo(mlir::ModuleOp module,
     g.bn = static_cast<int>(c.getDimSize(1));
     g.bk = static_cast<int>(a.getDimSize(1));
     g.type = tessel::dtypeOf(a.getElementType());
+    // acc += dot(a, b) * s: the dot accumulates into zero (GemmMatch.h).
+    g.scaled = !mlir::isa<mlir::BlockArgument>(dot.getAcc());
     g.mAxis = gridAxisOf(dot.getA(), g.bm);
     g.nAxis = gridAxisOf(dot.getB(), g.bn);
     if (g.mAxis == g.nAxis)

@@ -74,6 +74,18 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
     return clustered ? tessel::decomposition::automatic : ruled;
   };
 
+  // R7. A scaled accumulation (acc += dot(a, b) * s, block-scaled fp8) runs in the consumer
+  //     warpgroups only (tessel-select-schedule rule 8): cooperative, whose two consumers' wgmmas
+  //     fill the tensor cores while the other adds its scaled partial, or pingpong for 64-row
+  //     tiles (the tile is one consumer's; at most 64 x 128 either way). Decomposition: the
+  //     user's, else tessel's (the stream-K plan where it pays).
+  if (g.scaled) {
+    c.schedule = g.bm == 64 ? tessel::schedule::pingpong : tessel::schedule::cooperative;
+    c.decomposition = decomposition(tessel::decomposition::automatic);
+    explain(7, [&] { return std::string(g.bm == 64 ? "R7: a scaled accumulation with 64-row tiles: pingpong"
+                                                   : "R7: a scaled accumulation: cooperative"); });
+    return c;
+  }
   // R0. The rules below were measured with 16-bit operands (bf16, f16) and checked with fp8
   //     (e4m3, e5m2: BK = 128 moves the same bytes per k-iteration, so the tiles' shared-memory
   //     rings, registers and k-iteration counts are those of bf16). Run 68, fp8 e4m3, seven of

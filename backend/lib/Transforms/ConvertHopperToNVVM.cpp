@@ -79,7 +79,8 @@ struct WgmmaToNVVM : OpRewritePattern<hopper::WgmmaOp> {
         op, op.getAcc().getType(), op.getAcc(), op.getDescA(), op.getDescB(),
         NVVM::MMAShapeAttr::get(ctx, shape[0], shape[1], shape[2]), NVVM::WGMMATypesAttr::get(ctx, type),
         NVVM::WGMMATypesAttr::get(ctx, typeB), NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
-        NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one),
+        NVVM::WGMMAScaleOutAttr::get(ctx, op.getZeroAcc() ? NVVM::WGMMAScaleOut::zero
+                                                          : NVVM::WGMMAScaleOut::one),
         NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
         NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one), NVVM::MMALayoutAttr::get(ctx, layoutA),
         NVVM::MMALayoutAttr::get(ctx, layoutB), NVVM::MMAIntOverflowAttr{});

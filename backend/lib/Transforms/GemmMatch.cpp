@@ -5,6 +5,7 @@
 #include "tessel/Dialect/Hopper/Hopper.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "llvm/ADT/DenseSet.h"
 #include "mlir/IR/Matchers.h"
 
 using namespace mlir;
@@ -33,6 +34,67 @@ static FailureOr<GemmOperand> matchOperand(Value v, scf::ForOp loop, StringRef w
   op.load = load;
   op.argIndex = arg.getArgNumber();
   return op;
+}
+
+static bool isZeroSplat(Value v) {
+  DenseElementsAttr init;
+  return matchPattern(v, m_Constant(&init)) && init.isSplat() &&
+         init.getSplatValue<APFloat>().isZero();
+}
+
+/// A scaled accumulation (GemmMatch.h): `dot`'s accumulator is zero and the
+/// loop yields `%c + f(dot)` for one of its iter_args %c, where f is
+/// elementwise: arith / math ops, broadcast vectors and splat scalars, tiles
+/// and elements loaded in the loop, casts. Returns the iter_arg position, or
+/// failure with a diagnostic at the dot; std::nullopt when the loop has no
+/// such form (the caller reports the plain accumulation's rule).
+static FailureOr<std::optional<unsigned>> matchPromotion(scf::ForOp loop, DotOp dot) {
+  if (!isZeroSplat(dot.getAcc()))
+    return std::optional<unsigned>();
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  for (auto [i, y] : llvm::enumerate(yield.getOperands())) {
+    auto add = y.getDefiningOp<arith::AddFOp>();
+    if (!add || add->getParentOp() != loop)
+      continue;
+    BlockArgument c = loop.getRegionIterArgs()[i];
+    Value f = add.getLhs() == c ? add.getRhs() : add.getRhs() == c ? add.getLhs() : Value();
+    if (!f)
+      continue;
+    if (!c.hasOneUse())
+      return dot.emitOpError("a scaled accumulation (acc += dot(a, b) * s) may use the "
+                             "accumulator only in that one addition"),
+           failure();
+    // f's operations inside the loop, back from f; the dot ends the walk.
+    bool usesDot = false;
+    SmallVector<Value> work{f};
+    DenseSet<Operation *> seen;
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      if (v == dot.getResult()) {
+        usesDot = true;
+        continue;
+      }
+      if (v == c)
+        return dot.emitOpError("a scaled accumulation (acc += dot(a, b) * s) may use the "
+                               "accumulator only in that one addition"),
+               failure();
+      Operation *op = v.getDefiningOp();
+      if (!op || !loop->isAncestor(op) || !seen.insert(op).second)
+        continue;
+      StringRef dialect = op->getName().getDialectNamespace();
+      bool elementwise = (dialect == "arith" || dialect == "math") && op->getNumRegions() == 0;
+      if (!elementwise && !isa<BroadcastOp, SplatOp, LoadOp, LoadElementOp, CastOp>(op))
+        return op->emitOpError()
+                   << "cannot be part of a scaled accumulation (acc += dot(a, b) * s): its "
+                      "factor may use elementwise operations, .row() / .col() vectors, scalars "
+                      "and tensor elements (ts::tensor::at) only",
+               failure();
+      llvm::append_range(work, op->getOperands());
+    }
+    if (usesDot)
+      return std::optional<unsigned>(i);
+  }
+  return std::optional<unsigned>();
 }
 
 FailureOr<std::optional<GemmMatch>> mlir::tessel::matchGemm(func::FuncOp kernel) {
@@ -68,17 +130,28 @@ FailureOr<std::optional<GemmMatch>> mlir::tessel::matchGemm(func::FuncOp kernel)
       return d.emitOpError() << "the two dots of a dual GEMM must have B tiles of one shape and "
                                 "dtype, got "
                              << dot.getB().getType() << " and " << d.getB().getType();
+    unsigned accIndex;
     auto acc = dyn_cast<BlockArgument>(d.getAcc());
-    if (!acc || acc.getOwner() != loop.getBody() || acc.getArgNumber() == 0)
-      return d.emitOpError("the accumulator must be the loop-carried tile (acc += dot(...))");
-    unsigned accIndex = acc.getArgNumber() - 1;
-    if (llvm::is_contained(m.accIndices, accIndex))
-      return d.emitOpError("each dot of a dual GEMM needs its own accumulator");
-    if (yield.getOperand(accIndex) != d.getResult())
-      return d.emitOpError("the loop must carry the dot's result to the next iteration");
-    DenseElementsAttr init;
-    if (!matchPattern(loop.getInitArgs()[accIndex], m_Constant(&init)) || !init.isSplat() ||
-        !init.getSplatValue<APFloat>().isZero())
+    if (!acc || acc.getOwner() != loop.getBody() || acc.getArgNumber() == 0) {
+      auto promotion = matchPromotion(loop, d);
+      if (failed(promotion))
+        return failure();
+      if (!*promotion)
+        return d.emitOpError("the accumulator must be the loop-carried tile (acc += dot(...), "
+                             "or acc += dot(...) * s for a scaled accumulation)");
+      if (dots.size() > 1)
+        return d.emitOpError("a dual GEMM cannot scale its accumulations (acc += dot(a, b) * s): "
+                             "use acc += dot(a, b)");
+      accIndex = **promotion;
+      m.promoted = yield.getOperand(accIndex);
+    } else {
+      accIndex = acc.getArgNumber() - 1;
+      if (llvm::is_contained(m.accIndices, accIndex))
+        return d.emitOpError("each dot of a dual GEMM needs its own accumulator");
+      if (yield.getOperand(accIndex) != d.getResult())
+        return d.emitOpError("the loop must carry the dot's result to the next iteration");
+    }
+    if (!isZeroSplat(loop.getInitArgs()[accIndex]))
       return d.emitOpError("the accumulator must start at zero (ts::zeros)");
     auto b = matchOperand(d.getB(), loop, "b", d);
     if (failed(b))

@@ -110,8 +110,11 @@ bool KernelBuilder::availableHere(Value v) {
 }
 
 FailureOr<Value> KernelBuilder::scalar(Value v, Value ivRepl) {
-  if (gemm && v == gemm->loop.getInductionVar())
+  if (gemm && v == gemm->loop.getInductionVar()) {
+    if (!ivRepl)
+      ivRepl = mainloopK;
     return ivRepl ? ivRepl : (fn.emitError("loop index used outside the mainloop"), Value());
+  }
   bool inLoop = gemm && gemm->loop->isAncestor(v.getParentBlock()->getParentOp());
   // A cached value is reused where it dominates the insertion point (a value
   // first computed inside a loop's body, or after it, is computed again).
@@ -163,6 +166,14 @@ FailureOr<Value> KernelBuilder::scalar(Value v, Value ivRepl) {
       result = b.create<arith::ConstantOp>(loc, cast<TypedAttr>(cst.getValue()));
     else
       return op->emitError("unsupported scalar constant"), failure();
+  } else if (auto le = dyn_cast<LoadElementOp>(op)) {
+    // One element of a tensor (ts::tensor::at), 0 outside it.
+    auto offsets = offsetScalars(le.getOffsets(), ivRepl);
+    if (failed(offsets))
+      return failure();
+    unsigned arg = cast<BlockArgument>(le.getRef()).getArgNumber();
+    auto [linear, inBounds] = address(arg, *offsets, {});
+    result = loadPredicated(arg, linear, inBounds);
   } else if (auto ic = dyn_cast<arith::IndexCastOp>(op)) {
     auto in = scalar(ic.getIn(), ivRepl);
     if (failed(in))
@@ -258,6 +269,13 @@ FailureOr<Value> KernelBuilder::loadElement(LoadOp load, ArrayRef<Value> coords)
   SmallVector<Value> offsets = std::move(*offsetsOrFail);
   unsigned arg = cast<BlockArgument>(load.getRef()).getArgNumber();
   auto [linear, inBounds] = address(arg, offsets, coords);
+  Value v = loadPredicated(arg, linear, inBounds);
+  if (memo)
+    loadedElements[key] = v;
+  return v;
+}
+
+Value KernelBuilder::loadPredicated(unsigned arg, Value linear, Value inBounds) {
   Type elt = refs[arg].elementType;
   Value p = b.create<LLVM::GEPOp>(loc, refs[arg].ptr.getType(), elt, refs[arg].ptr, linear);
   Value v;
@@ -279,8 +297,6 @@ FailureOr<Value> KernelBuilder::loadElement(LoadOp load, ArrayRef<Value> coords)
     b.create<scf::YieldOp>(loc, b.create<arith::ConstantOp>(loc, b.getZeroAttr(elt)).getResult());
     v = ifOp.getResult(0);
   }
-  if (memo)
-    loadedElements[key] = v;
   return v;
 }
 
@@ -387,8 +403,20 @@ FailureOr<Value> KernelBuilder::element(Value v, ArrayRef<Value> coords) {
       return op->emitError("only splat tile constants are supported"), failure();
     return b.create<arith::ConstantOp>(loc, dense.getSplatValue<TypedAttr>()).getResult();
   }
-  if (auto splat = dyn_cast<SplatOp>(op))
-    return scalar(splat.getValue());
+  if (auto splat = dyn_cast<SplatOp>(op)) {
+    // Once per epilogue (or promoted k-step): a scalar computed in the
+    // mainloop (a tensor element read with ts::tensor::at) is not cached by
+    // scalar().
+    if (!reuseEpilogueValues)
+      return scalar(splat.getValue());
+    auto key = std::make_pair(op, Value());
+    if (auto it = broadcastElements.find(key); it != broadcastElements.end())
+      return it->second;
+    auto e = scalar(splat.getValue());
+    if (succeeded(e))
+      broadcastElements[key] = *e;
+    return e;
+  }
   if (auto bc = dyn_cast<BroadcastOp>(op)) {
     SmallVector<Value> src;
     for (int64_t d : bc.getDims())
@@ -412,8 +440,10 @@ FailureOr<Value> KernelBuilder::element(Value v, ArrayRef<Value> coords) {
                          "stored with reduce_into"),
            failure();
   if (auto load = dyn_cast<LoadOp>(op)) {
-    if (gemm && load->getParentOp() == gemm->loop)
-      return load.emitError("tiles loaded in the mainloop can only feed the dot"), failure();
+    if (gemm && load->getParentOp() == gemm->loop && !promoting)
+      return load.emitError("tiles loaded in the mainloop can only feed the dot, or scale it "
+                            "(acc += dot(a, b) * s)"),
+             failure();
     return loadElement(load, coords);
   }
   if (auto cast = dyn_cast<CastOp>(op)) {

@@ -42,6 +42,12 @@
 //      wgmma of N = 2 x BN, so 2 x BN <= 256 and its accumulators take twice
 //      a tile's registers (pingpong: BM x BN at most 64 x 128); a ring stage
 //      holds A and both B tiles. Schedule multistage cannot hold it.
+//   8. A scaled accumulation (acc += dot(a, b) * s, GemmMatch.h) keeps a
+//      partial accumulator beside the tile's: the consumer warpgroups of
+//      warp_specialized, cooperative and pingpong run it (Mma.cpp,
+//      Lowering/Mma.cpp; `auto` picks cooperative, or pingpong for BM = 64), with
+//      at most 128 f32 registers of both per thread (64 x 128 per consumer
+//      row block). tma and multistage cannot: an error.
 //
 // Schedule `multistage` (cp.async + ldmatrix + mma.sync, Lowering/Multistage.h)
 // has its own rules:
@@ -99,6 +105,27 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
                               << "' (expected tma, multistage, warp_specialized, "
                                  "cooperative, pingpong or auto)";
       kind = *k;
+    }
+    // 8. Scaled accumulations run in the consumer warpgroups.
+    if (m.scaled()) {
+      if (scheduleName == "auto")
+        kind = m.tileM == 64 ? ScheduleKind::pingpong : ScheduleKind::cooperative;
+      if (kind == ScheduleKind::tma || kind == ScheduleKind::multistage)
+        return m.dot.emitError()
+               << "schedule '" << stringifyScheduleKind(kind)
+               << "' cannot scale each k-step's product (acc += dot(a, b) * s): use "
+                  "'cooperative', 'pingpong' or 'warp_specialized'";
+      int64_t rowBlocks = kind == ScheduleKind::pingpong ? m.tileM / 64
+                          : kind == ScheduleKind::cooperative && m.tileM == 256 ? 2
+                                                                                : 1;
+      if (rowBlocks * m.tileN > 128)
+        return m.dot.emitError()
+               << "a scaled accumulation (acc += dot(a, b) * s) keeps a partial accumulator "
+                  "beside the tile's, 2 x BN / 2 f32 registers per thread and 64-row block: "
+                  "at most 128, i.e. 64 x 128 per consumer warpgroup; schedule '"
+               << stringifyScheduleKind(kind) << "' with " << m.tileM << " x " << m.tileN
+               << " gives each consumer " << rowBlocks * 64 << " x " << m.tileN
+               << " (use BN <= 128, and BM = 64 for pingpong)";
     }
     if (kind == ScheduleKind::multistage && StringRef(cluster) != "1x1")
       return m.dot.emitError() << "cluster " << cluster << " needs a persistent schedule "

@@ -33,6 +33,9 @@ struct AutoGemmInfo {
   /// tessel.dot ops sharing the mainloop: 2 for a dual GEMM, whose accumulators are 2 x BN
   /// columns wide (a pingpong consumer must hold both).
   int dots = 1;
+  /// A scaled accumulation (acc += dot(a, b) * s: block-scaled fp8), which only the consumer
+  /// warpgroups of cooperative and pingpong (and warp_specialized) can run (rule R7).
+  bool scaled = false;
   dtype type = dtype::bf16;    ///< the dot's operand element type
   /// Where K comes from at launch: sizes[kDim] of argument kArg (the traced k-loop's upper bound);
   /// kArg = -1 when the program's loop bound is not an argument's dimension (K then counts as
@@ -52,7 +55,7 @@ struct AutoChoice {
   tessel::decomposition decomposition = tessel::decomposition::automatic;
   /// 0: the user's options::stages; tessel::stages_max: the deepest ring that fits (R6).
   int stages = 0;
-  /// The rule's line that decided: 0..6 (R0..R6 in AutoSchedule.cpp).
+  /// The rule's line that decided: 0..7 (R0..R7 in AutoSchedule.cpp).
   int rule = -1;
   bool operator==(const AutoChoice& o) const {
     return schedule == o.schedule && decomposition == o.decomposition && stages == o.stages;

@@ -26,6 +26,22 @@
 // sit side by side in a ring stage (B1 rows, then B3 rows) and the
 // accumulator's columns [0, BN) are the first dot's, [BN, 2 BN) the second's.
 //
+// A scaled accumulation (block-scaled fp8: DeepGEMM's 1 x 128 scales of A
+// and 128 x 128 scales of B) multiplies each k-step's product before adding
+// it, with factors loaded in the loop at offsets that may depend on %k:
+//
+//   %r = scf.for %k = ... iter_args(%c = %acc0) {
+//     %d  = tessel.dot %a, %bt, %zero            // this k-step alone
+//     %sa = tessel.load %SA[%kb, %m] ...          // tensor<BMxf32>
+//     %x  = arith.mulf %d, (tessel.broadcast %sa [0]) ...
+//     %y  = arith.mulf %x, (tessel.splat (tessel.load_element %SB[...]))
+//     %n  = arith.addf %c, %y
+//     scf.yield %n
+//   }
+//
+// `promoted` is then %n: the backend runs each k-step's wgmmas into a
+// partial accumulator and adds f(partial) into the loop's (Mma.cpp).
+//
 // `matchGemm` finds it and says, in a diagnostic at the user's line, why a
 // kernel does not have it.
 //
@@ -67,6 +83,11 @@ struct GemmMatch {
   SmallVector<GemmOperand, kMaxDots> bs;
   SmallVector<unsigned, kMaxDots> accIndices;
 
+  /// A scaled accumulation: the yielded `acc + f(dot)` (one dot whose own
+  /// accumulator is zero); null for `acc += dot(...)`.
+  Value promoted;
+
+  bool scaled() const { return static_cast<bool>(promoted); }
   int64_t numDots() const { return static_cast<int64_t>(dots.size()); }
   /// Columns of the accumulator the tensor cores compute: numDots() x BN.
   int64_t accumulatorN() const { return numDots() * tileN; }

@@ -155,6 +155,17 @@ LogicalResult LoadOp::verify() {
                           cast<RankedTensorType>(getResult().getType()));
 }
 
+LogicalResult LoadElementOp::verify() {
+  RefType ref = getRef().getType();
+  if (getOffsets().size() != ref.getRank())
+    return emitOpError() << "expects " << ref.getRank()
+                         << " offsets (one per tensor dimension), got " << getOffsets().size();
+  if (getResult().getType() != ref.getElementType())
+    return emitOpError() << "result type " << getResult().getType()
+                         << " must equal the tensor element type " << ref.getElementType();
+  return success();
+}
+
 LogicalResult StoreOp::verify() {
   if (failed(verifyTileAccess(*this, getRef().getType(), getOffsets().size(),
                               cast<RankedTensorType>(getValue().getType()))))

@@ -109,6 +109,8 @@ private:
   std::pair<Value, Value> address(unsigned arg, ArrayRef<Value> offsets, ArrayRef<Value> coords);
   /// The element of a loaded tile at `coords`, 0 outside the tensor.
   FailureOr<Value> loadElement(LoadOp load, ArrayRef<Value> coords);
+  /// ref[linear] of argument `arg` where `inBounds`, else 0.
+  Value loadPredicated(unsigned arg, Value linear, Value inBounds);
   LogicalResult storeElement(StoreOp store, ArrayRef<Value> coords);
   /// Bounds-checked store of the evaluated element `v` at ref[offsets + coords].
   LogicalResult storeValue(StoreOp store, ArrayRef<Value> coords, Value v);
@@ -187,10 +189,31 @@ private:
   /// `rowBlock` of A, commit_group. Returns the new accumulator.
   /// With several accumulators, accs[i] is row block rowBlock + i (one
   /// commit group for all).
-  SmallVector<Value> wgmmaStage(ArrayRef<Value> accs, Value s, Value rowBlock);
+  /// `zeroFirst`: each row block's first wgmma ignores its accumulator
+  /// (zero_acc), so the stage's product starts from zero (issuePartial).
+  SmallVector<Value> wgmmaStage(ArrayRef<Value> accs, Value s, Value rowBlock,
+                                bool zeroFirst = false);
   /// Waits for ring position `it`, runs wgmmaStage on it, waits until the
   /// previous position's wgmma retired.
   SmallVector<Value> consumeStage(Value it, ArrayRef<Value> accs, Value rowBlock);
+  /// The mainloop of a scaled accumulation over unit `u` (Roles.cpp): `init`
+  /// holds the zeroed accumulators and two partials per row block;
+  /// `release(it)` frees ring position it.
+  FailureOr<SmallVector<Value>> scaledMainloop(const WorkUnit &u, ArrayRef<Value> init,
+                                               Value rowBlock, Value inWg,
+                                               function_ref<void(Value)> release);
+  /// A scaled accumulation (GemmMatch::promoted; Mma.cpp): waits for ring
+  /// position `it` and issues its wgmmas into the partial accumulators
+  /// `partials` from zero (one commit group); returns the new partials.
+  SmallVector<Value> issuePartial(Value it, ArrayRef<Value> partials, Value rowBlock);
+  /// Adds the k-step at k offset `k` (i32) whose product is in `partials`:
+  /// loads the factors, waits until `pending` wgmma groups remain, calls
+  /// `afterWait` (the stage's release), and returns accs + f(partial) per
+  /// fragment register, then the pinned partials. Thread `inWg` of the
+  /// consumer warpgroup owns 64-row blocks rowBlock, rowBlock + 1, ...
+  SmallVector<Value> promote(Value k, ArrayRef<Value> accs, ArrayRef<Value> partials,
+                             int64_t pending, Value rowBlock, Value inWg,
+                             function_ref<void()> afterWait);
   // ---- values an epilogue computes once (emitEpilogue, emitConsumerEpilogue) --
   /// While an epilogue of the wgmma schedules is written (an EpilogueReuse is
   /// alive): fragment coordinates are interned by (base, offset), so that the
@@ -391,6 +414,11 @@ private:
   /// fragment of column c + j * outBN, which the same thread holds).
   void selectAccRegisters(Value acc, int64_t r);
   Value lb, step, nk;
+  /// While promote evaluates a scaled accumulation: the k offset (i32)
+  /// that replaces the mainloop's induction variable, and that tiles loaded
+  /// in the loop may be read element by element.
+  Value mainloopK;
+  bool promoting = false;
   /// BN: the accumulator's columns, as the tensor cores compute them
   /// (numAccs x the tile's N); outBN: the tile's N, which the epilogue stores.
   int64_t BM = 0, BN = 0, BK = 0, eltBytes = 2, outBN = 0, numAccs = 1;

@@ -25,6 +25,10 @@
 
 #include "KernelBuilder.h"
 
+#include "llvm/ADT/DenseSet.h"
+
+#include <functional>
+
 using namespace mlir;
 using namespace mlir::tessel;
 
@@ -75,7 +79,8 @@ Value KernelBuilder::zeroAccumulator() {
   return acc;
 }
 
-SmallVector<Value> KernelBuilder::wgmmaStage(ArrayRef<Value> accs, Value s, Value rowBlock) {
+SmallVector<Value> KernelBuilder::wgmmaStage(ArrayRef<Value> accs, Value s, Value rowBlock,
+                                             bool zeroFirst) {
   Value bBase = smemAddr(b.create<arith::AddIOp>(
       loc, i32(bOff), b.create<arith::MulIOp>(loc, s, i32(bBytes))));
   auto wgmmaType = [](Type t) -> StringRef {
@@ -105,7 +110,7 @@ SmallVector<Value> KernelBuilder::wgmmaStage(ArrayRef<Value> accs, Value s, Valu
       // wgmma's transpose immediates: an M-major A, an N-major B.
       acc = b.create<hopper::WgmmaOp>(loc, da, db, acc, ArrayRef<int64_t>{64, BN, kInst},
                                       wgmmaType(elt), wgmmaType(eltB), aLayout.mnMajor,
-                                      bLayout.mnMajor);
+                                      bLayout.mnMajor, zeroFirst && kk == 0);
     }
   }
   b.create<hopper::WgmmaCommitOp>(loc);
@@ -122,6 +127,146 @@ SmallVector<Value> KernelBuilder::consumeStage(Value it, ArrayRef<Value> accs, V
   // Keep waitDepth (1) wgmma groups in flight: the group of position it - 1
   // has retired (hopper.mma_schedule).
   b.create<hopper::WgmmaWaitOp>(loc, waitDepth);
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Scaled accumulation (block-scaled fp8)
+//===----------------------------------------------------------------------===//
+//
+// `acc += dot(a, b) * s` (GemmMatch.h): DeepGEMM's promotion. Each k-step's
+// product is computed alone, into a partial accumulator, then scaled and
+// added in f32 by the CUDA cores, so the factor may change with k (a scale
+// per 128-wide block of K) and the tensor cores' reduced-precision fp8
+// accumulation (docs/fp8.md, "Accuracy") spans one k-step only. Two partial
+// accumulators X and Y alternate, so that the tensor cores compute k-step
+// j + 1 while the CUDA cores add k-step j (Roles.cpp runs the k-steps in
+// pairs, X then Y):
+//
+//   %n = arith.addf %c, (arith.mulf (arith.mulf %d, %sa_col), %sb_splat)
+//     ==> k-step j + 1 (issuePartial), then k-step j's promotion (promote):
+//   hopper.mbarrier.wait %full[j+1], %parity
+//   hopper.wgmma.fence
+//   %y = hopper.wgmma %da, %db, %y zero_acc ...; hopper.wgmma ... (BK/kInst - 1 more)
+//   hopper.wgmma.commit
+//   ld.global of the factors at k_j (sa[kb][m + row], SB[nb][kb]: once per
+//     row and column coordinate of the thread's fragments)
+//   hopper.wgmma.wait 1                      -> X (k-step j) retired
+//   arrive empty[j]                          (rule P2)
+//   acc[r] = acc[r] + x[r] * sa[row] * sb    per fragment register r
+//
+// Ordering rules:
+//   P1. A partial is read only after the wait_group that retires its
+//       wgmmas (wait 1 with the next k-step in flight, wait 0 for the last);
+//       the factors' loads are issued before that wait, so their latency
+//       hides behind the tensor cores (ld.global are side-effecting asm:
+//       neither LLVM nor ptxas moves them past the wait).
+//   P2. A stage is released right after the wait that retired its wgmmas.
+//   P3. The first wgmma of each row block ignores the partial's old value
+//       (scale-d = 0), so partials need no zeroing; a partial is rewritten
+//       only after its promotion read it (program order in one thread).
+// Registers: the tile's accumulator and two partials, 3 x BN / 2 per row
+// block (tessel-select-schedule rule 8: BN <= 128 per consumer row block).
+
+SmallVector<Value> KernelBuilder::issuePartial(Value it, ArrayRef<Value> partials, Value rowBlock) {
+  Value s = b.create<arith::RemUIOp>(loc, it, i32(stages));
+  Value ph = b.create<arith::AndIOp>(loc, b.create<arith::DivUIOp>(loc, it, i32(stages)), i32(1));
+  mbarrierWait(fullBar(s), ph, "full", s);
+  return wgmmaStage(partials, s, rowBlock, /*zeroFirst=*/true);
+}
+
+SmallVector<Value> KernelBuilder::promote(Value k, ArrayRef<Value> accs, ArrayRef<Value> partials,
+                                          int64_t pending, Value rowBlock, Value inWg,
+                                          function_ref<void()> afterWait) {
+  Value dotResult = gemm->dot.getResult();
+  Value accArg = gemm->loop.getRegionIterArgs()[gemm->accIndex];
+  // Which values of the loop body depend on the product or the accumulator
+  // (evaluated per register after the wait); the others are factors.
+  DenseMap<Value, bool> dependent;
+  std::function<bool(Value)> depends = [&](Value v) -> bool {
+    if (v == dotResult || v == accArg)
+      return true;
+    if (auto it = dependent.find(v); it != dependent.end())
+      return it->second;
+    Operation *op = v.getDefiningOp();
+    bool d = false;
+    if (op && gemm->loop->isAncestor(op))
+      for (Value o : op->getOperands())
+        d = d || depends(o);
+    return dependent[v] = d;
+  };
+
+  EpilogueReuse reuse(*this);
+  mainloopK = k;
+  promoting = true;
+  Value warp = b.create<arith::DivUIOp>(loc, inWg, i32(32));
+  Value lane = b.create<arith::RemUIOp>(loc, inWg, i32(32));
+  Value colBase = fragmentColumn(inWg);
+  // The first row of the thread's fragments in each of its row blocks;
+  // coordinates are interned, so the registers of one row (column) share one
+  // value and each factor is loaded once per row (column).
+  SmallVector<Value> rowBases;
+  for (int64_t i = 0; i < static_cast<int64_t>(accs.size()); ++i)
+    rowBases.push_back(b.create<arith::AddIOp>(
+        loc, b.create<arith::MulIOp>(loc, b.create<arith::AddIOp>(loc, rowBlock, i32(i)), i32(64)),
+        b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, warp, i32(16)),
+                                b.create<arith::DivUIOp>(loc, lane, i32(4)))));
+  SmallVector<std::array<Value, 2>> coords;
+  for (int64_t i = 0; i < static_cast<int64_t>(accs.size()); ++i)
+    for (int64_t r = 0; r < BN / 2; ++r)
+      coords.push_back({coordinate(rowBases[i], 8 * ((r % 4) / 2)),
+                        coordinate(colBase, 8 * (r / 4) + r % 2)});
+  // Rule P1: the factors (every tile operand of the promotion that does not
+  // depend on the product or the accumulator) at each coordinate first.
+  SmallVector<Value> factors;
+  {
+    SmallVector<Value> work{gemm->promoted};
+    DenseSet<Value> seen;
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      if (!seen.insert(v).second || !depends(v) || v == dotResult || v == accArg)
+        continue;
+      if (Operation *op = v.getDefiningOp())
+        for (Value o : op->getOperands()) {
+          if (!isa<ShapedType>(o.getType()))
+            continue;
+          if (depends(o))
+            work.push_back(o);
+          else if (!llvm::is_contained(factors, o))
+            factors.push_back(o);
+        }
+    }
+  }
+  for (auto &c : coords)
+    for (Value f : factors)
+      if (failed(element(f, c)))
+        return {};
+  b.create<hopper::WgmmaWaitOp>(loc, pending);
+  afterWait();
+  SmallVector<Value> fenced;
+  for (Value p : partials)
+    fenced.push_back(fenceAccumulator(p));
+
+  SmallVector<Value, 2> savedResults(accLoopResults), savedRegisters(accRegisters);
+  accLoopResults = {accArg, dotResult};
+  SmallVector<Value> out;
+  for (auto [i, acc] : llvm::enumerate(accs)) {
+    Value next = acc;
+    for (int64_t r = 0; r < BN / 2; ++r) {
+      accRegisters = {b.create<LLVM::ExtractValueOp>(loc, acc, r),
+                      b.create<LLVM::ExtractValueOp>(loc, fenced[i], r)};
+      auto v = element(gemm->promoted, coords[i * (BN / 2) + r]);
+      if (failed(v))
+        return {};
+      next = b.create<LLVM::InsertValueOp>(loc, next, *v, r);
+    }
+    out.push_back(next);
+  }
+  llvm::append_range(out, fenced);
+  accLoopResults = savedResults;
+  accRegisters = savedRegisters;
+  promoting = false;
+  mainloopK = {};
   return out;
 }
 } // namespace mlir::tessel::lowering

@@ -81,6 +81,9 @@ LogicalResult KernelBuilder::lowerWarpSpecialize() {
 }
 
 LogicalResult KernelBuilder::lowerInlineProducer() {
+  if (gemm->scaled())
+    return gemm->dot.emitError("schedule 'tma' cannot scale each k-step's product (run "
+                               "tessel-select-schedule, which checks its rules)");
   Value isLeader = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, tid, i32(0));
   Value wg = b.create<arith::DivUIOp>(loc, tid, i32(kThreadsPerWarpgroup));
   Value inWg = b.create<arith::RemUIOp>(loc, tid, i32(kThreadsPerWarpgroup));
@@ -136,6 +139,106 @@ LogicalResult KernelBuilder::lowerInlineProducer() {
   }
   b.create<hopper::WgmmaWaitOp>(loc, 0);
   return emitEpilogue(fenceAccumulator(loop.getResult(0)), wg, inWg);
+}
+
+/// The mainloop of a scaled accumulation (Mma.cpp, "Scaled accumulation"):
+/// the unit's k-steps [kBegin, kEnd) in pairs, partial X then Y, each pair
+/// issuing the next k-step's wgmmas before adding the previous one's:
+///
+///   n = kEnd - kBegin; nothing when n = 0, else:
+///   X <- k-step kBegin                                   (issuePartial)
+///   for t < (n - 1) / 2, j = kBegin + 2t:
+///     Y <- j + 1;  wait 1, release j,     acc += f(X)   (promote)
+///     X <- j + 2;  wait 1, release j + 1, acc += f(Y)
+///   then the rest, m = n - 2T k-steps (j = kBegin + 2T):
+///     m = 2:  Y <- j + 1;  wait 1, release j, acc += f(X);  wait 0, release j + 1, acc += f(Y)
+///     m = 1:  wait 0, release j, acc += f(X)
+///
+/// `init` holds zeroed accumulators, then X, then Y (R row blocks each);
+/// returns the tile's accumulators.
+FailureOr<SmallVector<Value>>
+KernelBuilder::scaledMainloop(const WorkUnit &u, ArrayRef<Value> init, Value rowBlock, Value inWg,
+                              function_ref<void(Value)> release) {
+  const size_t R = init.size() / 3;
+  auto slice = [&](ValueRange v, size_t i) { return SmallVector<Value>(v.begin() + i * R, v.begin() + (i + 1) * R); };
+  auto types = [&](ArrayRef<Value> v) { return TypeRange(ValueRange(v)); };
+  auto kOf = [&](Value j) { return b.create<arith::AddIOp>(loc, lb, b.create<arith::MulIOp>(loc, j, step)).getResult(); };
+  // acc += f(partial of k-step j), waiting until `pending` groups remain.
+  auto promoteStep = [&](Value j, ArrayRef<Value> accs, ArrayRef<Value> part, int64_t pending)
+      -> FailureOr<SmallVector<Value>> {
+    Value it = ringPos(u, j);
+    SmallVector<Value> out =
+        promote(kOf(j), accs, part, pending, rowBlock, inWg, [&] { release(it); });
+    if (out.empty())
+      return failure();
+    return out;
+  };
+  SmallVector<Value> acc0 = slice(init, 0), x0 = slice(init, 1), y0 = slice(init, 2);
+  Value n = b.create<arith::SubIOp>(loc, u.kEnd, u.kBegin);
+  // One region for n >= 1: a partial in flight must not meet another value
+  // at a merge point (the copies would read its registers before the wait:
+  // ptxas serialises the wgmmas, C7514), so X flows straight from the
+  // prologue into the loop and out of it into the rest.
+  auto any = b.create<scf::IfOp>(loc, types(acc0),
+                                 b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, n, i32(0)),
+                                 /*withElse=*/true);
+  OpBuilder::InsertionGuard g0(b);
+  b.setInsertionPointToStart(any.elseBlock());
+  b.create<scf::YieldOp>(loc, acc0);
+  b.setInsertionPointToStart(any.thenBlock());
+  SmallVector<Value> x1 = issuePartial(ringPos(u, u.kBegin), x0, rowBlock);
+  // Pairs.
+  Value pairs = b.create<arith::DivSIOp>(loc, b.create<arith::SubIOp>(loc, n, i32(1)), i32(2));
+  SmallVector<Value> carried(acc0);
+  llvm::append_range(carried, x1);
+  llvm::append_range(carried, y0);
+  auto loop = b.create<scf::ForOp>(loc, i32(0), pairs, i32(1), carried);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    ValueRange args = loop.getRegionIterArgs();
+    Value j = b.create<arith::AddIOp>(loc, u.kBegin, b.create<arith::MulIOp>(loc, loop.getInductionVar(), i32(2)));
+    Value j1 = b.create<arith::AddIOp>(loc, j, i32(1)), j2 = b.create<arith::AddIOp>(loc, j, i32(2));
+    SmallVector<Value> y = issuePartial(ringPos(u, j1), slice(args, 2), rowBlock);
+    auto a1 = promoteStep(j, slice(args, 0), slice(args, 1), 1);
+    if (failed(a1))
+      return failure();
+    SmallVector<Value> x = issuePartial(ringPos(u, j2), slice(*a1, 1), rowBlock);
+    auto a2 = promoteStep(j1, slice(*a1, 0), y, 1);
+    if (failed(a2))
+      return failure();
+    SmallVector<Value> yields = slice(*a2, 0);
+    llvm::append_range(yields, x);
+    llvm::append_range(yields, slice(*a2, 1));
+    b.create<scf::YieldOp>(loc, yields);
+  }
+  // The rest: one or two k-steps.
+  SmallVector<Value> accs = slice(loop.getResults(), 0), x = slice(loop.getResults(), 1),
+                     y = slice(loop.getResults(), 2);
+  Value j = b.create<arith::AddIOp>(loc, u.kBegin, b.create<arith::MulIOp>(loc, pairs, i32(2)));
+  Value m = b.create<arith::SubIOp>(loc, u.kEnd, j);
+  auto two = b.create<scf::IfOp>(loc, types(accs), b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, m, i32(2)),
+                                 /*withElse=*/true);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(two.thenBlock());
+    Value j1 = b.create<arith::AddIOp>(loc, j, i32(1));
+    SmallVector<Value> y1 = issuePartial(ringPos(u, j1), y, rowBlock);
+    auto a1 = promoteStep(j, accs, x, 1);
+    if (failed(a1))
+      return failure();
+    auto a2 = promoteStep(j1, slice(*a1, 0), y1, 0);
+    if (failed(a2))
+      return failure();
+    b.create<scf::YieldOp>(loc, slice(*a2, 0));
+    b.setInsertionPointToStart(two.elseBlock());
+    auto a = promoteStep(j, accs, x, 0);
+    if (failed(a))
+      return failure();
+    b.create<scf::YieldOp>(loc, slice(*a, 0));
+  }
+  b.create<scf::YieldOp>(loc, two.getResults());
+  return SmallVector<Value>(any.getResults());
 }
 
 /// Warp-specialized schedules (CUTLASS KernelTmaWarpSpecialized*):
@@ -256,11 +359,18 @@ LogicalResult KernelBuilder::lowerProducerConsumers() {
         turn(/*arrive=*/false, consumer);
       // Zeroed and pinned before the mainloop: LLVM must not sink the zeroing
       // between the first wgmmas (ptxas would then fence them, C7517/C7519).
+      const bool scaled = gemm->scaled();
       SmallVector<Value> zeros;
-      for (int64_t i = 0; i < rowBlocksPerConsumer; ++i)
+      for (int64_t i = 0; i < rowBlocksPerConsumer * (scaled ? 3 : 1); ++i)
         zeros.push_back(fenceAccumulator(zeroAccumulator()));
-      auto kLoop = b.create<scf::ForOp>(loc, u.kBegin, u.kEnd, i32(1), zeros);
-      {
+      SmallVector<Value> loopAccs;
+      if (scaled) {
+        FailureOr<SmallVector<Value>> r = scaledMainloop(u, zeros, firstRowBlock, inWg, release);
+        if (failed(r))
+          return failure();
+        loopAccs = *r;
+      } else {
+        auto kLoop = b.create<scf::ForOp>(loc, u.kBegin, u.kEnd, i32(1), zeros);
         OpBuilder::InsertionGuard g2(b);
         b.setInsertionPointToStart(kLoop.getBody());
         Value j = kLoop.getInductionVar();
@@ -276,6 +386,7 @@ LogicalResult KernelBuilder::lowerProducerConsumers() {
           release(b.create<arith::SubIOp>(loc, it, i32(1)));
         }
         b.create<scf::YieldOp>(loc, accs);
+        loopAccs = SmallVector<Value>(kLoop.getResults());
       }
       if (pingpong) {
         // Rule W2: hand the mainloop to the other consumer if a unit follows.
@@ -292,16 +403,17 @@ LogicalResult KernelBuilder::lowerProducerConsumers() {
       if (streamK)
         u = streamKUnit(ptx("mov.u32 $0, $1;", "=r,r", {tileIter}, b.getI32Type()));
       b.create<hopper::WgmmaWaitOp>(loc, 0);
-      // The tile's last stage is released once all its wgmma retired.
-      Value any = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, u.kEnd, u.kBegin);
-      auto lastIf = b.create<scf::IfOp>(loc, TypeRange{}, any, false);
-      {
+      // The tile's last stage is released once all its wgmma retired (a
+      // scaled accumulation released every stage in the loop).
+      if (!scaled) {
+        Value any = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, u.kEnd, u.kBegin);
+        auto lastIf = b.create<scf::IfOp>(loc, TypeRange{}, any, false);
         OpBuilder::InsertionGuard g3(b);
         b.setInsertionPointToStart(lastIf.thenBlock());
         release(ringPos(u, b.create<arith::SubIOp>(loc, u.kEnd, i32(1))));
       }
       SmallVector<Value> accs;
-      for (Value acc : kLoop.getResults())
+      for (Value acc : loopAccs)
         accs.push_back(fenceAccumulator(acc));
       // This consumer's own tile count picks its staging buffers.
       Value local = pingpong ? b.create<arith::DivUIOp>(loc, tileIter, i32(2)).getResult() : tileIter;
@@ -363,6 +475,9 @@ LogicalResult KernelBuilder::lowerAllWarps() {
     return mmaOp.emitError("an mma.sync schedule needs its warps and warp_tile");
   p.warps = {(*warpTile)[0], (*warpTile)[1], (*warps)[0], (*warps)[1]};
   p.kSteps = BK / 16;
+  if (gemm->scaled())
+    return gemm->dot.emitError("schedule 'multistage' cannot scale each k-step's product (run "
+                               "tessel-select-schedule, which checks its rules)");
   if (numAccs != 1)
     return mmaOp.emitError("an mma.sync schedule holds one accumulator; a dual GEMM needs wgmma "
                            "(run tessel-select-schedule, which checks its rules)");

@@ -75,6 +75,8 @@ TESSEL_API value splat(value s, std::span<const std::int64_t> shape, loc l);
 /// Loads the tile of `shape` at `offsets` (index scalars) of global tensor `tensor`.
 TESSEL_API value load(value tensor, std::span<const value> offsets,
                       std::span<const std::int64_t> shape, loc l);
+/// The element at `offsets` of `tensor` as a scalar of its dtype (0 outside the tensor).
+TESSEL_API value load_element(value tensor, std::span<const value> offsets, loc l);
 /// Stores `tile` at `offsets` of `tensor` (out-of-bounds elements are dropped).
 TESSEL_API void store(value tensor, std::span<const value> offsets, value tile, loc l);
 /// a (MxK) x b (KxN) + acc (MxN f32). `acc` may be no_value (then zero).

@@ -87,6 +87,27 @@ public:
     return load_impl<N, E0, E1, E2>(offsets, loc);
   }
 
+  /// The element at `offsets` (one per dimension) as a runtime scalar, read from device memory
+  /// by the kernel (0 outside the tensor): a scale that an earlier kernel wrote, or the scale of
+  /// one 128 x 128 block of B in a block-scaled fp8 GEMM, whose offsets may depend on the
+  /// mainloop's k (docs/fp8.md):
+  ///
+  ///     acc += ts::dot(a, b) * SA.load({k / BK, m}, BM).col() * SB.at({n / 128, k / BK});
+  template <std::size_t N>
+  auto at(const offset (&offsets)[N],
+          std::source_location loc = std::source_location::current()) const {
+    static_assert(N == Rank, "at: the number of offsets must equal the tensor rank");
+    static_assert(detail::is_scalar_dtype_v<T>,
+                  "at: only elements of ts::f32 and ts::i32 tensors can be read as scalars "
+                  "(ts::scalar's dtypes); load a tile and ts::cast it instead");
+    if constexpr (detail::is_scalar_dtype_v<T>) {
+      trace::loc l = detail::to_loc(loc);
+      trace::value offs[N];
+      for (std::size_t i = 0; i < N; ++i) offs[i] = offsets[i].materialize(l);
+      return detail::access::make_scalar<T>(trace::load_element(ref_, offs, l), l);
+    }
+  }
+
   /// Stores a tile or tile expression (of this tensor's dtype, rank at most the tensor's) at
   /// `offsets`.
   template <std::size_t N, class E>

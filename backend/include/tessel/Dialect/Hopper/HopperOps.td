@@ -352,7 +352,10 @@ def Hopper_WgmmaOp : Hopper_Op<"wgmma", [AllTypesMatch<["acc", "result"]>]> {
     from A's. `a_mn_major` / `b_mn_major` set the transpose immediates (an
     M-major A, an N-major B; 16-bit types only: wgmma reads fp8 K-major).
     The result is the accumulator after the MMA, readable only after a
-    `hopper.wgmma.wait` that retires its group.
+    `hopper.wgmma.wait` that retires its group. With `zero_acc` the MMA
+    ignores `acc` and writes A x B (scale-d = 0): the first k step of a
+    block-scaled stage, whose partial product starts from zero
+    (Lowering/Mma.cpp, issuePartial).
 
     ```mlir
     %d = hopper.wgmma %da, %db, %acc shape [64, 128, 16] "bf16" : !llvm.struct<(f32, ...)>
@@ -360,25 +363,28 @@ def Hopper_WgmmaOp : Hopper_Op<"wgmma", [AllTypesMatch<["acc", "result"]>]> {
     ```
     PTX: `wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {...}, da, db, p, 1, 1, 0, 1;`
     and `wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e5m2 {...}, da, db, p, 1, 1;`
-    (no transpose immediates for fp8; becomes `nvvm.wgmma.mma_async`)
+    (no transpose immediates for fp8; p is true, or false with `zero_acc`;
+    becomes `nvvm.wgmma.mma_async`)
   }];
   let arguments = (ins I64:$desc_a, I64:$desc_b, LLVM_AnyStruct:$acc, DenseI64ArrayAttr:$shape,
                        StrAttr:$type, OptionalAttr<StrAttr>:$type_b, UnitAttr:$a_mn_major,
-                       UnitAttr:$b_mn_major);
+                       UnitAttr:$b_mn_major, UnitAttr:$zero_acc);
   let results = (outs LLVM_AnyStruct:$result);
   let assemblyFormat = [{
     $desc_a `,` $desc_b `,` $acc `shape` $shape $type (`,` $type_b^)? (`a_mn_major` $a_mn_major^)?
-    (`b_mn_major` $b_mn_major^)? attr-dict `:` type($acc)
+    (`b_mn_major` $b_mn_major^)? (`zero_acc` $zero_acc^)? attr-dict `:` type($acc)
   }];
   let builders = [
     OpBuilder<(ins "::mlir::Value":$descA, "::mlir::Value":$descB, "::mlir::Value":$acc,
                    "::llvm::ArrayRef<int64_t>":$shape, "::llvm::StringRef":$type,
-                   "::llvm::StringRef":$typeB, "bool":$aMnMajor, "bool":$bMnMajor), [{
+                   "::llvm::StringRef":$typeB, "bool":$aMnMajor, "bool":$bMnMajor,
+                   CArg<"bool", "false">:$zeroAcc), [{
       build($_builder, $_state, acc.getType(), descA, descB, acc, $_builder.getDenseI64ArrayAttr(shape),
             $_builder.getStringAttr(type),
             typeB.empty() || typeB == type ? ::mlir::StringAttr() : $_builder.getStringAttr(typeB),
             aMnMajor ? $_builder.getUnitAttr() : ::mlir::UnitAttr(),
-            bMnMajor ? $_builder.getUnitAttr() : ::mlir::UnitAttr());
+            bMnMajor ? $_builder.getUnitAttr() : ::mlir::UnitAttr(),
+            zeroAcc ? $_builder.getUnitAttr() : ::mlir::UnitAttr());
     }]>
   ];
   let hasVerifier = 1;

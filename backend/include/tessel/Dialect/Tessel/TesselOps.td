@@ -79,6 +79,33 @@ def Tessel_LoadOp : Tessel_Op<"load", [MemoryEffects<[MemRead]>]> {
   let hasVerifier = 1;
 }
 
+def Tessel_LoadElementOp : Tessel_Op<"load_element", [MemoryEffects<[MemRead]>]> {
+  let summary = "load one element of a global tensor as a scalar, zero outside its bounds";
+  let description = [{
+    Reads the element at `offsets` (one index per tensor dimension) as a
+    scalar of the tensor's element type (f32 or i32), which tile expressions
+    use like a `ts::scalar` kernel parameter (through `tessel.splat`). An
+    offset outside the tensor reads zero. It is how a kernel reads a value
+    that lives in device memory: a per-tensor scale written by an earlier
+    kernel, or the scale of a 128 x 128 block of B in a block-scaled fp8
+    GEMM, where the offsets depend on the mainloop's k
+    (`ts::tensor::at`, docs/fp8.md):
+
+    ```mlir
+    %kb = arith.divui %k, %c128 : index
+    %nb = arith.divui %n, %c128 : index
+    %sb = tessel.load_element %SB[%nb, %kb] : !tessel.ref<2 x f32> -> f32
+    %s = tessel.splat %sb : f32 -> tensor<128x128xf32>
+    ```
+  }];
+  let arguments = (ins Tessel_RefType:$ref, Variadic<Index>:$offsets);
+  let results = (outs AnyTypeOf<[F32, I32]>:$result);
+  let assemblyFormat = [{
+    $ref `[` $offsets `]` attr-dict `:` qualified(type($ref)) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Tessel_StoreOp : Tessel_Op<"store", [MemoryEffects<[MemWrite]>]> {
   let summary = "store a tile into a global tensor, dropping what falls outside";
   let description = [{
