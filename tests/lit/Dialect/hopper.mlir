@@ -97,6 +97,16 @@ llvm.func @wgmma_fp8(%da: i64, %db: i64, %acc: !llvm.struct<(f32, f32, f32, f32)
 
 // -----
 
+// zero_acc: the first k step of a block-scaled stage ignores the accumulator (scale-d = 0).
+// CHECK-LABEL: llvm.func @wgmma_zero_acc
+// CHECK: hopper.wgmma %arg0, %arg1, %arg2 shape [64, 8, 32] "e4m3" zero_acc : !llvm.struct<(f32, f32, f32, f32)>
+llvm.func @wgmma_zero_acc(%da: i64, %db: i64, %acc: !llvm.struct<(f32, f32, f32, f32)>) {
+  %d = hopper.wgmma %da, %db, %acc shape [64, 8, 32] "e4m3" zero_acc : !llvm.struct<(f32, f32, f32, f32)>
+  llvm.return
+}
+
+// -----
+
 llvm.func @wgmma_fp8_k16(%da: i64, %db: i64, %acc: !llvm.struct<(f32, f32, f32, f32)>) {
   // expected-error @+1 {{'hopper.wgmma' op shape must be [64, n, 32] for e4m3 with n a multiple of 8 in [8, 256]}}
   %d = hopper.wgmma %da, %db, %acc shape [64, 8, 16] "e4m3" : !llvm.struct<(f32, f32, f32, f32)>

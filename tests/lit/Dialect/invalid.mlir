@@ -13,6 +13,22 @@ func.func @offsets(%A: !tessel.ref<2 x f32>, %i: index) {
 
 // -----
 
+func.func @element_offsets(%A: !tessel.ref<2 x f32>, %i: index) {
+  // expected-error @+1 {{expects 2 offsets (one per tensor dimension), got 1}}
+  %e = tessel.load_element %A[%i] : !tessel.ref<2 x f32> -> f32
+  return
+}
+
+// -----
+
+func.func @element_type(%A: !tessel.ref<1 x i32>, %i: index) {
+  // expected-error @+1 {{result type 'f32' must equal the tensor element type 'i32'}}
+  %e = tessel.load_element %A[%i] : !tessel.ref<1 x i32> -> f32
+  return
+}
+
+// -----
+
 func.func @tile_rank(%A: !tessel.ref<2 x f32>, %i: index) {
   // expected-error @+1 {{tile rank 3 must be between 1 and the tensor rank 2}}
   %t = tessel.load %A[%i, %i] : !tessel.ref<2 x f32> -> tensor<2x16x16xf32>

@@ -15,6 +15,9 @@ func.func @all_ops(%A: !tessel.ref<2 x bf16>, %b: !tessel.ref<1 x f32>) attribut
   // A lower-rank tile covers the innermost dimensions (one matrix of a batch).
   // CHECK: tessel.load %{{.*}}[%{{.*}}, %{{.*}}] : !tessel.ref<2 x bf16> -> tensor<32xbf16>
   %row1 = tessel.load %A[%p, %K] : !tessel.ref<2 x bf16> -> tensor<32xbf16>
+  // One element as a scalar (ts::tensor::at).
+  // CHECK: tessel.load_element %{{.*}}[%{{.*}}] : !tessel.ref<1 x f32> -> f32
+  %e = tessel.load_element %b[%p] : !tessel.ref<1 x f32> -> f32
   %l = tessel.load %A[%p, %K] : !tessel.ref<2 x bf16> -> tensor<64x32xbf16>
   // CHECK: tessel.trans %{{.*}} : tensor<64x32xbf16> -> tensor<32x64xbf16>
   %t = tessel.trans %l : tensor<64x32xbf16> -> tensor<32x64xbf16>

@@ -7,6 +7,7 @@
 //     boxes of 128 x rows, 32 bytes of K per instruction;
 //   * an fp8 output is stored through cvt.rn.satfinite, an fp8 input of an
 //     elementwise kernel is widened through cvt.rn.f16x2.{e4m3,e5m2}x2;
+//   * block scales (a scaled accumulation) in the consumer warpgroups;
 //   * what cannot run is a tessel::error naming the rule, asserted verbatim:
 //     schedule multistage, a BK other than 128, launch arguments TMA cannot
 //     describe (the multistage variant they would take has no fp8).
@@ -110,6 +111,40 @@ TEST_F(Fp8Jit, RowwiseScalesInEverySchedule) {
     EXPECT_THAT(k.stage("ptx"), HasSubstr("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3"));
     EXPECT_THAT(k.stage("ptx"), HasSubstr("cvt.rn.satfinite.e4m3x2.f32"));
   }
+}
+
+// Block scales (fp8_gemm_blockwise, a scaled accumulation; docs/fp8.md): each k-step's wgmmas
+// start from zero into a partial accumulator (scale-d = 0), the next k-step stays in flight while
+// the previous one is added (wait_group 1), one fma per register; no wgmma serialisation and no
+// spills. tma and multistage cannot run it, nor pingpong with 128 rows per consumer: tessel::errors
+// naming the rule.
+TEST_F(Fp8Jit, BlockScalesInTheConsumerWarpgroups) {
+  struct cfg {
+    ts::schedule s;
+    int bm;
+  };
+  for (cfg c : {cfg{ts::schedule::warp_specialized, 128}, cfg{ts::schedule::cooperative, 128},
+                cfg{ts::schedule::pingpong, 64}, cfg{ts::schedule::automatic, 128}}) {
+    SCOPED_TRACE(std::string(ts::to_string(c.s)) + " " + std::to_string(c.bm));
+    ts::kernel k = c.bm == 64 ? ts::jit(examples::fp8_gemm_blockwise<ts::bf16, 64, 128>{}, {.schedule = c.s})
+                              : ts::jit(examples::fp8_gemm_blockwise<ts::bf16, 128, 128>{}, {.schedule = c.s});
+    const std::string ptx = k.stage("ptx");
+    EXPECT_THAT(ptx, HasSubstr("setp.ne.b32 p, 0, 0;\nwgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3"));
+    EXPECT_THAT(ptx, HasSubstr("wgmma.wait_group.sync.aligned \t1;"));
+    EXPECT_THAT(ptx, HasSubstr("fma.rn.f32"));
+    EXPECT_THAT(k.stage("ptxas.log"), Not(HasSubstr("C7514")));
+    EXPECT_THAT(k.stage("ptxas.log"), HasSubstr("0 bytes spill stores"));
+    if (c.s == ts::schedule::automatic)
+      EXPECT_THAT(k.stage("select-schedule"), HasSubstr("kind = cooperative"));
+  }
+  EXPECT_THAT(jit_error(examples::fp8_gemm_blockwise<ts::bf16, 128, 128>{}, {.schedule = ts::schedule::tma}),
+              HasSubstr("error: schedule 'tma' cannot scale each k-step's product (acc += dot(a, b) * s): use "
+                        "'cooperative', 'pingpong' or 'warp_specialized'"));
+  EXPECT_THAT(jit_error(examples::fp8_gemm_blockwise<ts::bf16, 128, 128>{}, {.schedule = ts::schedule::pingpong}),
+              HasSubstr("error: a scaled accumulation (acc += dot(a, b) * s) keeps a partial accumulator beside the "
+                        "tile's, 2 x BN / 2 f32 registers per thread and 64-row block: at most 128, i.e. 64 x 128 per "
+                        "consumer warpgroup; schedule 'pingpong' with 128 x 128 gives each consumer 128 x 128 (use BN "
+                        "<= 128, and BM = 64 for pingpong)"));
 }
 
 TEST_F(Fp8Jit, ConversionsUseTheHardwareCvt) {

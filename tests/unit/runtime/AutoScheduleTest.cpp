@@ -48,6 +48,22 @@ std::string pick_grid(const AutoGemmInfo& g, std::int64_t k, std::int64_t tilesM
   return autoChoiceName(c);
 }
 
+// R7: a scaled accumulation (block-scaled fp8) runs only in the consumer warpgroups: cooperative,
+// or pingpong for 64-row tiles, whatever the shape (the memory-bound R6 included).
+TEST(AutoSchedule, ScaledAccumulationsTakeTheConsumerWarpgroups) {
+  AutoGemmInfo g = gemm(128, 128, ts::dtype::f8e4m3);
+  g.scaled = true;
+  EXPECT_EQ(pick(g, 8192, 4096), "cooperative");
+  EXPECT_EQ(pick(g, 256, 4), "cooperative");
+  g.user.decomposition = ts::decomposition::data_parallel;
+  EXPECT_EQ(pick(g, 8192, 4096), "cooperative-dp");
+  AutoGemmInfo s = gemm(64, 128, ts::dtype::f8e4m3);
+  s.scaled = true;
+  s.mAxis = 0;
+  s.nAxis = 1;
+  EXPECT_EQ(pick_grid(s, 8192, 1, 64), "pingpong");
+}
+
 TEST(AutoSchedule, MemoryBoundLaunchesTakeTheDeepestRing) {
   // R6 (runs 77-80): decode shapes, M x N x K on tiles of BM x BN.
   EXPECT_EQ(pick_grid(gemm(64, 64), 8192, 1, 128), "pingpong-dp-smax");      // 16x8192x8192
