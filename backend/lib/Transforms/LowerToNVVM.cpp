@@ -394,6 +394,10 @@ FailureOr<Value> KernelBuilder::element(Value v, ArrayRef<Value> coords) {
   for (auto [result, reg] : llvm::zip(accLoopResults, accRegisters))
     if (v == result)
       return reg;
+  if (!factorElements.empty() && coords.size() == 2)
+    if (auto it = factorElements.find(std::make_tuple(v, coords[0], coords[1]));
+        it != factorElements.end())
+      return it->second;
   Operation *op = v.getDefiningOp();
   if (!op)
     return fn.emitError("a kernel argument is used as a tile"), failure();

@@ -206,14 +206,22 @@ private:
   /// position `it` and issues its wgmmas into the partial accumulators
   /// `partials` from zero (one commit group); returns the new partials.
   SmallVector<Value> issuePartial(Value it, ArrayRef<Value> partials, Value rowBlock);
-  /// Adds the k-step at k offset `k` (i32) whose product is in `partials`:
-  /// loads the factors, waits until `pending` wgmma groups remain, calls
-  /// `afterWait` (the stage's release), and returns accs + f(partial) per
-  /// fragment register, then the pinned partials. Thread `inWg` of the
-  /// consumer warpgroup owns 64-row blocks rowBlock, rowBlock + 1, ...
-  SmallVector<Value> promote(Value k, ArrayRef<Value> accs, ArrayRef<Value> partials,
-                             int64_t pending, Value rowBlock, Value inWg,
-                             function_ref<void()> afterWait);
+  /// Loads the promotion's factors at k offset `k` (i32) for the fragments
+  /// of `rowBlocks` row blocks from `rowBlock` (thread `inWg`): each
+  /// distinct element once; factorTable says which one each (factor,
+  /// register) takes.
+  FailureOr<SmallVector<Value>> loadFactors(Value k, int64_t rowBlocks, Value rowBlock, Value inWg);
+  /// Waits until `pending` wgmma groups remain, calls `afterWait` (the
+  /// stage's release), and returns accs + f(partial) per fragment register
+  /// with the factors `factorValues` (loadFactors), then the pinned partials.
+  SmallVector<Value> promote(ArrayRef<Value> accs, ArrayRef<Value> partials,
+                             ArrayRef<Value> factorValues, int64_t pending, Value rowBlock,
+                             Value inWg, function_ref<void()> afterWait);
+  SmallVector<std::array<Value, 2>> fragmentCoords(int64_t rowBlocks, Value rowBlock, Value inWg);
+  SmallVector<Value> promotionFactors();
+  SmallVector<unsigned> factorTable;
+  /// While promote runs: the factors' elements at (factor, row, column).
+  DenseMap<std::tuple<Value, Value, Value>, Value> factorElements;
   // ---- values an epilogue computes once (emitEpilogue, emitConsumerEpilogue) --
   /// While an epilogue of the wgmma schedules is written (an EpilogueReuse is
   /// alive): fragment coordinates are interned by (base, offset), so that the

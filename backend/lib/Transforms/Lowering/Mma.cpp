@@ -149,18 +149,20 @@ SmallVector<Value> KernelBuilder::consumeStage(Value it, ArrayRef<Value> accs, V
 //   hopper.wgmma.fence
 //   %y = hopper.wgmma %da, %db, %y zero_acc ...; hopper.wgmma ... (BK/kInst - 1 more)
 //   hopper.wgmma.commit
-//   ld.global of the factors at k_j (sa[kb][m + row], SB[nb][kb]: once per
-//     row and column coordinate of the thread's fragments)
+//   ld.global of the factors at k_{j+1} (sa[kb][m + row], SB[nb][kb]: once
+//     per row and column coordinate of the thread's fragments; loadFactors)
 //   hopper.wgmma.wait 1                      -> X (k-step j) retired
 //   arrive empty[j]                          (rule P2)
-//   acc[r] = acc[r] + x[r] * sa[row] * sb    per fragment register r
+//   acc[r] = acc[r] + x[r] * sa[row] * sb    per fragment register r, with
+//                                            the factors loaded at k_j
 //
 // Ordering rules:
 //   P1. A partial is read only after the wait_group that retires its
 //       wgmmas (wait 1 with the next k-step in flight, wait 0 for the last);
-//       the factors' loads are issued before that wait, so their latency
-//       hides behind the tensor cores (ld.global are side-effecting asm:
-//       neither LLVM nor ptxas moves them past the wait).
+//       a k-step's factors are loaded one k-step before its promotion (the
+//       loop carries them), so their latency hides behind a whole k-step of
+//       tensor work (ld.global are side-effecting asm: neither LLVM nor
+//       ptxas reorders them with the waits).
 //   P2. A stage is released right after the wait that retired its wgmmas.
 //   P3. The first wgmma of each row block ignores the partial's old value
 //       (scale-d = 0), so partials need no zeroing; a partial is rewritten
@@ -175,13 +177,32 @@ SmallVector<Value> KernelBuilder::issuePartial(Value it, ArrayRef<Value> partial
   return wgmmaStage(partials, s, rowBlock, /*zeroFirst=*/true);
 }
 
-SmallVector<Value> KernelBuilder::promote(Value k, ArrayRef<Value> accs, ArrayRef<Value> partials,
-                                          int64_t pending, Value rowBlock, Value inWg,
-                                          function_ref<void()> afterWait) {
+/// The fragment coordinates (row, column; i32, from the tile's origin) of
+/// every register of the thread's `rowBlocks` accumulators, row block by row
+/// block, interned (KernelBuilder.h): the registers of one row (column) share
+/// one coordinate value.
+SmallVector<std::array<Value, 2>> KernelBuilder::fragmentCoords(int64_t rowBlocks, Value rowBlock,
+                                                                Value inWg) {
+  Value warp = b.create<arith::DivUIOp>(loc, inWg, i32(32));
+  Value lane = b.create<arith::RemUIOp>(loc, inWg, i32(32));
+  Value colBase = fragmentColumn(inWg);
+  SmallVector<std::array<Value, 2>> coords;
+  for (int64_t i = 0; i < rowBlocks; ++i) {
+    Value rowBase = b.create<arith::AddIOp>(
+        loc, b.create<arith::MulIOp>(loc, b.create<arith::AddIOp>(loc, rowBlock, i32(i)), i32(64)),
+        b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, warp, i32(16)),
+                                b.create<arith::DivUIOp>(loc, lane, i32(4))));
+    for (int64_t r = 0; r < BN / 2; ++r)
+      coords.push_back({coordinate(rowBase, 8 * ((r % 4) / 2)), coordinate(colBase, 8 * (r / 4) + r % 2)});
+  }
+  return coords;
+}
+
+/// The factors of the promotion: every tile operand inside it that depends
+/// on neither the product nor the accumulator (sa.col(), a splat of SB[..]).
+SmallVector<Value> KernelBuilder::promotionFactors() {
   Value dotResult = gemm->dot.getResult();
   Value accArg = gemm->loop.getRegionIterArgs()[gemm->accIndex];
-  // Which values of the loop body depend on the product or the accumulator
-  // (evaluated per register after the wait); the others are factors.
   DenseMap<Value, bool> dependent;
   std::function<bool(Value)> depends = [&](Value v) -> bool {
     if (v == dotResult || v == accArg)
@@ -195,58 +216,73 @@ SmallVector<Value> KernelBuilder::promote(Value k, ArrayRef<Value> accs, ArrayRe
         d = d || depends(o);
     return dependent[v] = d;
   };
+  SmallVector<Value> factors;
+  SmallVector<Value> work{gemm->promoted};
+  DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!seen.insert(v).second || !depends(v) || v == dotResult || v == accArg)
+      continue;
+    if (Operation *op = v.getDefiningOp())
+      for (Value o : op->getOperands()) {
+        if (!isa<ShapedType>(o.getType()))
+          continue;
+        if (depends(o))
+          work.push_back(o);
+        else if (!llvm::is_contained(factors, o))
+          factors.push_back(o);
+      }
+  }
+  return factors;
+}
 
+FailureOr<SmallVector<Value>> KernelBuilder::loadFactors(Value k, int64_t rowBlocks, Value rowBlock,
+                                                         Value inWg) {
   EpilogueReuse reuse(*this);
   mainloopK = k;
   promoting = true;
-  Value warp = b.create<arith::DivUIOp>(loc, inWg, i32(32));
-  Value lane = b.create<arith::RemUIOp>(loc, inWg, i32(32));
-  Value colBase = fragmentColumn(inWg);
-  // The first row of the thread's fragments in each of its row blocks;
-  // coordinates are interned, so the registers of one row (column) share one
-  // value and each factor is loaded once per row (column).
-  SmallVector<Value> rowBases;
-  for (int64_t i = 0; i < static_cast<int64_t>(accs.size()); ++i)
-    rowBases.push_back(b.create<arith::AddIOp>(
-        loc, b.create<arith::MulIOp>(loc, b.create<arith::AddIOp>(loc, rowBlock, i32(i)), i32(64)),
-        b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, warp, i32(16)),
-                                b.create<arith::DivUIOp>(loc, lane, i32(4)))));
-  SmallVector<std::array<Value, 2>> coords;
-  for (int64_t i = 0; i < static_cast<int64_t>(accs.size()); ++i)
-    for (int64_t r = 0; r < BN / 2; ++r)
-      coords.push_back({coordinate(rowBases[i], 8 * ((r % 4) / 2)),
-                        coordinate(colBase, 8 * (r / 4) + r % 2)});
-  // Rule P1: the factors (every tile operand of the promotion that does not
-  // depend on the product or the accumulator) at each coordinate first.
-  SmallVector<Value> factors;
-  {
-    SmallVector<Value> work{gemm->promoted};
-    DenseSet<Value> seen;
-    while (!work.empty()) {
-      Value v = work.pop_back_val();
-      if (!seen.insert(v).second || !depends(v) || v == dotResult || v == accArg)
-        continue;
-      if (Operation *op = v.getDefiningOp())
-        for (Value o : op->getOperands()) {
-          if (!isa<ShapedType>(o.getType()))
-            continue;
-          if (depends(o))
-            work.push_back(o);
-          else if (!llvm::is_contained(factors, o))
-            factors.push_back(o);
-        }
+  SmallVector<std::array<Value, 2>> coords = fragmentCoords(rowBlocks, rowBlock, inWg);
+  // Each distinct element once (a per-row factor: one per row coordinate);
+  // factorTable maps (factor, register) to its position.
+  SmallVector<Value> unique;
+  factorTable.clear();
+  for (Value f : promotionFactors())
+    for (auto &c : coords) {
+      auto e = element(f, c);
+      if (failed(e))
+        return failure();
+      auto *it = llvm::find(unique, *e);
+      factorTable.push_back(static_cast<unsigned>(it - unique.begin()));
+      if (it == unique.end())
+        unique.push_back(*e);
     }
-  }
-  for (auto &c : coords)
-    for (Value f : factors)
-      if (failed(element(f, c)))
-        return {};
+  promoting = false;
+  mainloopK = {};
+  return unique;
+}
+
+SmallVector<Value> KernelBuilder::promote(ArrayRef<Value> accs, ArrayRef<Value> partials,
+                                          ArrayRef<Value> factorValues, int64_t pending,
+                                          Value rowBlock, Value inWg,
+                                          function_ref<void()> afterWait) {
   b.create<hopper::WgmmaWaitOp>(loc, pending);
   afterWait();
   SmallVector<Value> fenced;
   for (Value p : partials)
     fenced.push_back(fenceAccumulator(p));
 
+  EpilogueReuse reuse(*this);
+  promoting = true;
+  SmallVector<std::array<Value, 2>> coords = fragmentCoords(accs.size(), rowBlock, inWg);
+  // The factors' elements, loaded one k-step earlier (rule P1).
+  SmallVector<Value> factors = promotionFactors();
+  for (auto [fi, f] : llvm::enumerate(factors))
+    for (auto [ci, c] : llvm::enumerate(coords))
+      factorElements[std::make_tuple(f, c[0], c[1])] =
+          factorValues[factorTable[fi * coords.size() + ci]];
+
+  Value dotResult = gemm->dot.getResult();
+  Value accArg = gemm->loop.getRegionIterArgs()[gemm->accIndex];
   SmallVector<Value, 2> savedResults(accLoopResults), savedRegisters(accRegisters);
   accLoopResults = {accArg, dotResult};
   SmallVector<Value> out;
@@ -265,8 +301,8 @@ SmallVector<Value> KernelBuilder::promote(Value k, ArrayRef<Value> accs, ArrayRe
   llvm::append_range(out, fenced);
   accLoopResults = savedResults;
   accRegisters = savedRegisters;
+  factorElements.clear();
   promoting = false;
-  mainloopK = {};
   return out;
 }
 } // namespace mlir::tessel::lowering

@@ -146,10 +146,10 @@ LogicalResult KernelBuilder::lowerInlineProducer() {
 /// issuing the next k-step's wgmmas before adding the previous one's:
 ///
 ///   n = kEnd - kBegin; nothing when n = 0, else:
-///   X <- k-step kBegin                                   (issuePartial)
+///   X <- k-step kBegin; F <- its factors                 (issuePartial, loadFactors)
 ///   for t < (n - 1) / 2, j = kBegin + 2t:
-///     Y <- j + 1;  wait 1, release j,     acc += f(X)   (promote)
-///     X <- j + 2;  wait 1, release j + 1, acc += f(Y)
+///     Y <- j + 1;  F1 <- j + 1's factors;  wait 1, release j,     acc += f(X, F)   (promote)
+///     X <- j + 2;  F <- j + 2's factors;   wait 1, release j + 1, acc += f(Y, F1)
 ///   then the rest, m = n - 2T k-steps (j = kBegin + 2T):
 ///     m = 2:  Y <- j + 1;  wait 1, release j, acc += f(X);  wait 0, release j + 1, acc += f(Y)
 ///     m = 1:  wait 0, release j, acc += f(X)
@@ -161,14 +161,18 @@ KernelBuilder::scaledMainloop(const WorkUnit &u, ArrayRef<Value> init, Value row
                               function_ref<void(Value)> release) {
   const size_t R = init.size() / 3;
   auto slice = [&](ValueRange v, size_t i) { return SmallVector<Value>(v.begin() + i * R, v.begin() + (i + 1) * R); };
+  // The factors after the three accumulator groups.
+  auto factorsIn = [&](ValueRange v) { return SmallVector<Value>(v.begin() + 3 * R, v.end()); };
   auto types = [&](ArrayRef<Value> v) { return TypeRange(ValueRange(v)); };
   auto kOf = [&](Value j) { return b.create<arith::AddIOp>(loc, lb, b.create<arith::MulIOp>(loc, j, step)).getResult(); };
-  // acc += f(partial of k-step j), waiting until `pending` groups remain.
-  auto promoteStep = [&](Value j, ArrayRef<Value> accs, ArrayRef<Value> part, int64_t pending)
-      -> FailureOr<SmallVector<Value>> {
+  // The factors of k-step j, loaded a k-step ahead of their use (rule P1).
+  auto factorsOf = [&](Value j) { return loadFactors(kOf(j), R, rowBlock, inWg); };
+  // acc += f(partial of k-step j) with its factors, waiting until `pending`
+  // groups remain; returns the accumulators, then the pinned partials.
+  auto promoteStep = [&](Value j, ArrayRef<Value> accs, ArrayRef<Value> part, ArrayRef<Value> factors,
+                         int64_t pending) -> FailureOr<SmallVector<Value>> {
     Value it = ringPos(u, j);
-    SmallVector<Value> out =
-        promote(kOf(j), accs, part, pending, rowBlock, inWg, [&] { release(it); });
+    SmallVector<Value> out = promote(accs, part, factors, pending, rowBlock, inWg, [&] { release(it); });
     if (out.empty())
       return failure();
     return out;
@@ -187,11 +191,15 @@ KernelBuilder::scaledMainloop(const WorkUnit &u, ArrayRef<Value> init, Value row
   b.create<scf::YieldOp>(loc, acc0);
   b.setInsertionPointToStart(any.thenBlock());
   SmallVector<Value> x1 = issuePartial(ringPos(u, u.kBegin), x0, rowBlock);
-  // Pairs.
+  auto f0 = factorsOf(u.kBegin);
+  if (failed(f0))
+    return failure();
+  // Pairs. Carried: the accumulators, X (in flight), Y, k-step j's factors.
   Value pairs = b.create<arith::DivSIOp>(loc, b.create<arith::SubIOp>(loc, n, i32(1)), i32(2));
   SmallVector<Value> carried(acc0);
   llvm::append_range(carried, x1);
   llvm::append_range(carried, y0);
+  llvm::append_range(carried, *f0);
   auto loop = b.create<scf::ForOp>(loc, i32(0), pairs, i32(1), carried);
   {
     OpBuilder::InsertionGuard g(b);
@@ -200,21 +208,28 @@ KernelBuilder::scaledMainloop(const WorkUnit &u, ArrayRef<Value> init, Value row
     Value j = b.create<arith::AddIOp>(loc, u.kBegin, b.create<arith::MulIOp>(loc, loop.getInductionVar(), i32(2)));
     Value j1 = b.create<arith::AddIOp>(loc, j, i32(1)), j2 = b.create<arith::AddIOp>(loc, j, i32(2));
     SmallVector<Value> y = issuePartial(ringPos(u, j1), slice(args, 2), rowBlock);
-    auto a1 = promoteStep(j, slice(args, 0), slice(args, 1), 1);
+    auto f1 = factorsOf(j1);
+    if (failed(f1))
+      return failure();
+    auto a1 = promoteStep(j, slice(args, 0), slice(args, 1), factorsIn(args), 1);
     if (failed(a1))
       return failure();
     SmallVector<Value> x = issuePartial(ringPos(u, j2), slice(*a1, 1), rowBlock);
-    auto a2 = promoteStep(j1, slice(*a1, 0), y, 1);
+    auto f2 = factorsOf(j2);
+    if (failed(f2))
+      return failure();
+    auto a2 = promoteStep(j1, slice(*a1, 0), y, *f1, 1);
     if (failed(a2))
       return failure();
     SmallVector<Value> yields = slice(*a2, 0);
     llvm::append_range(yields, x);
     llvm::append_range(yields, slice(*a2, 1));
+    llvm::append_range(yields, *f2);
     b.create<scf::YieldOp>(loc, yields);
   }
   // The rest: one or two k-steps.
-  SmallVector<Value> accs = slice(loop.getResults(), 0), x = slice(loop.getResults(), 1),
-                     y = slice(loop.getResults(), 2);
+  ValueRange res = loop.getResults();
+  SmallVector<Value> accs = slice(res, 0), x = slice(res, 1), y = slice(res, 2), f = factorsIn(res);
   Value j = b.create<arith::AddIOp>(loc, u.kBegin, b.create<arith::MulIOp>(loc, pairs, i32(2)));
   Value m = b.create<arith::SubIOp>(loc, u.kEnd, j);
   auto two = b.create<scf::IfOp>(loc, types(accs), b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, m, i32(2)),
@@ -224,15 +239,18 @@ KernelBuilder::scaledMainloop(const WorkUnit &u, ArrayRef<Value> init, Value row
     b.setInsertionPointToStart(two.thenBlock());
     Value j1 = b.create<arith::AddIOp>(loc, j, i32(1));
     SmallVector<Value> y1 = issuePartial(ringPos(u, j1), y, rowBlock);
-    auto a1 = promoteStep(j, accs, x, 1);
+    auto f1 = factorsOf(j1);
+    if (failed(f1))
+      return failure();
+    auto a1 = promoteStep(j, accs, x, f, 1);
     if (failed(a1))
       return failure();
-    auto a2 = promoteStep(j1, slice(*a1, 0), y1, 0);
+    auto a2 = promoteStep(j1, slice(*a1, 0), y1, *f1, 0);
     if (failed(a2))
       return failure();
     b.create<scf::YieldOp>(loc, slice(*a2, 0));
     b.setInsertionPointToStart(two.elseBlock());
-    auto a = promoteStep(j, accs, x, 0);
+    auto a = promoteStep(j, accs, x, f, 0);
     if (failed(a))
       return failure();
     b.create<scf::YieldOp>(loc, slice(*a, 0));
