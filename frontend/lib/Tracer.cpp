@@ -704,31 +704,33 @@ value splat(value scalar, std::span<const std::int64_t> shape, loc l) {
   return s.put(tir::SplatOp::create(s.builder, s.loc(l), type, v));
 }
 
+/// The kernel tensor `tensor` and the index values `offsets` of an access named `what`.
+static std::pair<Value, SmallVector<Value>> tensorAccess(Session &s, value tensor,
+                                                         std::span<const value> offsets,
+                                                         const char *what, loc l) {
+  Value ref = s.get(tensor, what, l);
+  if (!isa<tir::RefType>(ref.getType()))
+    s.fail(l, std::string(what) + ": expected a kernel tensor, got " + str(ref.getType()));
+  SmallVector<Value> offs;
+  for (value o : offsets)
+    offs.push_back(s.get(o, what, l));
+  return {ref, offs};
+}
+
 value load(value tensor, std::span<const value> offsets, std::span<const std::int64_t> shape,
            loc l) {
   Session &s = session("load");
-  Value ref = s.get(tensor, "load", l);
-  auto refType = dyn_cast<tir::RefType>(ref.getType());
-  if (!refType)
-    s.fail(l, "load: expected a kernel tensor, got " + str(ref.getType()));
-  SmallVector<Value> offs;
-  for (value o : offsets)
-    offs.push_back(s.get(o, "load", l));
+  auto [ref, offs] = tensorAccess(s, tensor, offsets, "load", l);
   auto type = RankedTensorType::get(llvm::ArrayRef<int64_t>(shape.data(), shape.size()),
-                                    refType.getElementType());
+                                    cast<tir::RefType>(ref.getType()).getElementType());
   return s.put(tir::LoadOp::create(s.builder, s.loc(l), type, ref, offs));
 }
 
 value load_element(value tensor, std::span<const value> offsets, loc l) {
   Session &s = session("at");
-  Value ref = s.get(tensor, "at", l);
-  auto refType = dyn_cast<tir::RefType>(ref.getType());
-  if (!refType)
-    s.fail(l, "at: expected a kernel tensor, got " + str(ref.getType()));
-  SmallVector<Value> offs;
-  for (value o : offsets)
-    offs.push_back(s.get(o, "at", l));
-  return s.put(tir::LoadElementOp::create(s.builder, s.loc(l), refType.getElementType(), ref, offs));
+  auto [ref, offs] = tensorAccess(s, tensor, offsets, "at", l);
+  return s.put(tir::LoadElementOp::create(
+      s.builder, s.loc(l), cast<tir::RefType>(ref.getType()).getElementType(), ref, offs));
 }
 
 void store(value tensor, std::span<const value> offsets, value tile, loc l) {
