@@ -47,10 +47,13 @@ struct fp8_gemm_rowwise {
 /// scale modes): one f32 scale per row of A and 128-wide block of K (per token and channel
 /// group), one per 128 x 128 block of B (per weight block), applied to each k-step's product
 /// before it is added (the scaled accumulation, docs/fp8.md):
-///   C = cast<TC>(sum over k-blocks kb of (A_kb @ B_kb^T) * SA[kb][m] * SB[n / 128][kb])
+///   C = cast<TC>(sum over k-blocks kb of (A_kb @ B_kb^T) * (SA[kb][m] * SB[n / 128][kb]))
 /// SA is ceil(K / 128) x M (M contiguous), SB ceil(N / 128) x ceil(K / 128). BN divides 128, so
 /// that a tile's columns share one block of B; BK = 128 is one block of K per k-step.
-template <class TC, int BM_, int BN_>
+/// `RowFactor`: the factor written as one per-row vector, (sa * sb).col(), so each accumulator
+/// element takes one fma; false: dot * sa.col() * sb, a multiply and an fma (the GPU tests run
+/// both).
+template <class TC, int BM_, int BN_, bool RowFactor = true>
 struct fp8_gemm_blockwise {
   static_assert(128 % BN_ == 0, "fp8_gemm_blockwise: BN must divide 128 (one block of B per tile)");
   static constexpr auto BM = ts::c<BM_>, BN = ts::c<BN_>, BK = ts::c<128>;
@@ -61,8 +64,11 @@ struct fp8_gemm_blockwise {
     auto acc = ts::zeros<ts::f32>(BM, BN);
     for (auto k : ts::range(0, A.size(1), BK)) {
       auto kb = k / BK;
-      acc += ts::dot(A.load({m, k}, BM, BK), B.load({n, k}, BN, BK).T()) * SA.load({kb, m}, BM).col() *
-             SB.at({n / 128, kb});
+      auto d = ts::dot(A.load({m, k}, BM, BK), B.load({n, k}, BN, BK).T());
+      if constexpr (RowFactor)
+        acc += d * (SA.load({kb, m}, BM) * SB.at({n / 128, kb})).col();
+      else
+        acc += d * SA.load({kb, m}, BM).col() * SB.at({n / 128, kb});
     }
     C.store({m, n}, ts::cast<TC>(acc));
   }

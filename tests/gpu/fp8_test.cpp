@@ -345,6 +345,7 @@ struct blockwise_case {
   out_kind out;
   std::int64_t m, n, k;
   ts::decomposition decomposition = ts::decomposition::automatic;
+  bool row_factor = true;  ///< fp8_gemm_blockwise's RowFactor
 };
 
 class Fp8Blockwise : public ::testing::TestWithParam<blockwise_case> {};
@@ -352,6 +353,7 @@ class Fp8Blockwise : public ::testing::TestWithParam<blockwise_case> {};
 template <class TC>
 ts::kernel jit_blockwise(const blockwise_case& c) {
   ts::options o{.schedule = c.schedule, .decomposition = c.decomposition};
+  if (!c.row_factor) return ts::jit(examples::fp8_gemm_blockwise<TC, 128, 128, false>{}, o);
   if (c.bm == 64 && c.bn == 128) return ts::jit(examples::fp8_gemm_blockwise<TC, 64, 128>{}, o);
   if (c.bm == 64 && c.bn == 64) return ts::jit(examples::fp8_gemm_blockwise<TC, 64, 64>{}, o);
   return ts::jit(examples::fp8_gemm_blockwise<TC, 128, 128>{}, o);
@@ -429,14 +431,17 @@ INSTANTIATE_TEST_SUITE_P(
         blockwise_case{ts::schedule::pingpong, 64, 64, out_kind::bf16, 16, 200, 2048},
         blockwise_case{ts::schedule::warp_specialized, 128, 128, out_kind::bf16, 257, 264, 640},
         blockwise_case{ts::schedule::automatic, 128, 128, out_kind::bf16, 300, 520, 1024},
-        blockwise_case{ts::schedule::automatic, 64, 128, out_kind::e4m3, 7, 9, 16}),
+        blockwise_case{ts::schedule::automatic, 64, 128, out_kind::e4m3, 7, 9, 16},
+        blockwise_case{ts::schedule::cooperative, 128, 128, out_kind::bf16, 1000, 1504, 2048,
+                       ts::decomposition::automatic, false}),
     [](const ::testing::TestParamInfo<blockwise_case>& i) {
       return std::string(tb::schedule_name(i.param.schedule)) + "_" + std::to_string(i.param.bm) + "x" +
              std::to_string(i.param.bn) + "_to_" + out_name(i.param.out) + "_" + std::to_string(i.param.m) + "x" +
              std::to_string(i.param.n) + "x" + std::to_string(i.param.k) +
              (i.param.decomposition == ts::decomposition::data_parallel ? "_dp"
               : i.param.decomposition == ts::decomposition::stream_k    ? "_sk"
-                                                                         : "");
+                                                                         : "") +
+             (i.param.row_factor ? "" : "_two_factors");
     });
 
 // ---- a dual GEMM from fp8 weights (SwiGLU's gate and up) ------------------------------------------

@@ -137,6 +137,19 @@ TEST_F(Fp8Jit, BlockScalesInTheConsumerWarpgroups) {
     if (c.s == ts::schedule::automatic)
       EXPECT_THAT(k.stage("select-schedule"), HasSubstr("kind = cooperative"));
   }
+  // A factor that varies only along rows, (sa * sb).col(), is computed once per row coordinate
+  // of the thread's fragments: one fma per accumulator element and almost no multiplies; written
+  // as dot * sa.col() * sb, each element takes a multiply too (64 per k-step and thread).
+  auto muls = [](const std::string& ptx) {
+    std::size_t n = 0;
+    for (const char* w : {"mul.f32", "mul.rn.f32"})
+      for (std::size_t p = ptx.find(w); p != std::string::npos; p = ptx.find(w, p + 1)) ++n;
+    return n;
+  };
+  const std::string row = ts::jit(examples::fp8_gemm_blockwise<ts::bf16, 128, 128>{}, {}).stage("ptx");
+  const std::string two = ts::jit(examples::fp8_gemm_blockwise<ts::bf16, 128, 128, false>{}, {}).stage("ptx");
+  EXPECT_LT(muls(row), 16u);
+  EXPECT_GE(muls(two), 64u);
   EXPECT_THAT(jit_error(examples::fp8_gemm_blockwise<ts::bf16, 128, 128>{}, {.schedule = ts::schedule::tma}),
               HasSubstr("error: schedule 'tma' cannot scale each k-step's product (acc += dot(a, b) * s): use "
                         "'cooperative', 'pingpong' or 'warp_specialized'"));

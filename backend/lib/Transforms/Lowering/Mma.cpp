@@ -236,26 +236,67 @@ SmallVector<Value> KernelBuilder::promotionFactors() {
   return factors;
 }
 
+/// The tile axes (bit 0: rows, bit 1: columns) along which the tile `v` of
+/// the loop body can vary: a .col() vector (broadcast of dims [0]) only along
+/// rows, a splat along none. Conservative: anything else varies along both.
+static unsigned axesOf(Value v) {
+  auto shaped = dyn_cast<ShapedType>(v.getType());
+  if (!shaped)
+    return 0;
+  Operation *op = v.getDefiningOp();
+  if (!op)
+    return 3;
+  if (isa<SplatOp>(op) || isa<arith::ConstantOp>(op))
+    return 0;
+  if (auto bc = dyn_cast<BroadcastOp>(op)) {
+    unsigned axes = 0;
+    for (int64_t d : bc.getDims())
+      axes |= 1u << d;
+    return axes & 3;
+  }
+  if (auto tr = dyn_cast<TransOp>(op)) {
+    unsigned a = axesOf(tr.getSrc());
+    return ((a & 1) << 1) | ((a & 2) >> 1);
+  }
+  StringRef dialect = op->getName().getDialectNamespace();
+  if (isa<CastOp>(op) || ((dialect == "arith" || dialect == "math") && op->getNumRegions() == 0)) {
+    unsigned axes = 0;
+    for (Value o : op->getOperands())
+      axes |= axesOf(o);
+    return axes;
+  }
+  return 3;
+}
+
 FailureOr<SmallVector<Value>> KernelBuilder::loadFactors(Value k, int64_t rowBlocks, Value rowBlock,
                                                          Value inWg) {
   EpilogueReuse reuse(*this);
   mainloopK = k;
   promoting = true;
   SmallVector<std::array<Value, 2>> coords = fragmentCoords(rowBlocks, rowBlock, inWg);
-  // Each distinct element once (a per-row factor: one per row coordinate);
-  // factorTable maps (factor, register) to its position.
+  // Each distinct element once: a factor that varies only along rows (sa.col()
+  // * SB.at(...)) once per row coordinate, whatever it computes; factorTable
+  // maps (factor, register) to its position.
   SmallVector<Value> unique;
   factorTable.clear();
-  for (Value f : promotionFactors())
+  DenseMap<std::tuple<Value, Value, Value>, Value> perAxes;
+  for (Value f : promotionFactors()) {
+    unsigned axes = axesOf(f);
     for (auto &c : coords) {
-      auto e = element(f, c);
-      if (failed(e))
-        return failure();
+      Value &memo = perAxes[std::make_tuple(f, axes & 1 ? c[0] : Value(), axes & 2 ? c[1] : Value())];
+      if (!memo) {
+        auto e = element(f, c);
+        if (failed(e))
+          return failure();
+        memo = *e;
+      }
+      FailureOr<Value> e = memo;
       auto *it = llvm::find(unique, *e);
       factorTable.push_back(static_cast<unsigned>(it - unique.begin()));
       if (it == unique.end())
         unique.push_back(*e);
     }
+  }
   promoting = false;
   mainloopK = {};
   return unique;
