@@ -178,6 +178,41 @@ TEST_F(Fp8Jit, ConversionsUseTheHardwareCvt) {
   EXPECT_THAT(rc, HasSubstr("cvt.rn.satfinite.e5m2x2.f32"));
 }
 
+// A scaled accumulation of bf16 operands (a per-k-step row scale): the same path as block-scaled
+// fp8 (nothing in it is fp8-specific). Its launches whose tensors break TMA's rules have no
+// fallback: schedule multistage cannot scale each k-step (a tessel::error naming the rule).
+struct bf16_scaled {
+  void operator()(ts::tensor<ts::bf16, 2> A, ts::tensor<ts::bf16, 2> B, ts::tensor<ts::f32, 2> S,
+                  ts::tensor<ts::bf16, 2> C) const {
+    using namespace ts::literals;
+    auto m = ts::program_id(0) * 128_c, n = ts::program_id(1) * 128_c;
+    auto acc = ts::zeros<ts::f32>(128_c, 128_c);
+    for (auto k : ts::range(0, A.size(1), 64_c))
+      acc += ts::dot(A.load({m, k}, 128_c, 64_c), B.load({n, k}, 128_c, 64_c).T()) * S.load({k / 64_c, m}, 128_c).col();
+    C.store({m, n}, ts::cast<ts::bf16>(acc));
+  }
+};
+
+TEST_F(Fp8Jit, ScaledAccumulationsOfBf16) {
+  ts::kernel k = ts::jit(bf16_scaled{}, {.schedule = ts::schedule::cooperative});
+  EXPECT_THAT(k.stage("ptx"), HasSubstr("setp.ne.b32 p, 0, 0;\nwgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"));
+  EXPECT_THAT(k.stage("ptxas.log"), Not(HasSubstr("C7514")));
+  const void* fake = reinterpret_cast<const void*>(0x7f0000100000);
+  std::string what;
+  try {
+    // K = 36: rows of 72 bytes, which TMA cannot describe; the multistage fallback cannot scale.
+    k.launch(nullptr, ts::grid{1, 1}, ts::view<ts::bf16>(fake, {128, 36}), ts::view<ts::bf16>(fake, {128, 36}),
+             ts::view<ts::f32>(fake, {1, 128}), ts::view<ts::bf16>(fake, {128, 128}));
+  } catch (const ts::error& e) {
+    what = e.what();
+  }
+  EXPECT_THAT(what, HasSubstr("tessel: kernel 'bf16_scaled' (schedule cooperative) argument 0: stride of dimension 0 "
+                              "is 36 elements = 72 bytes, not a multiple of 16 bytes (TMA requirement: pad it to a "
+                              "multiple of 8 elements); the fallback to schedule multistage failed: "));
+  EXPECT_THAT(what, HasSubstr("error: schedule 'multistage' cannot scale each k-step's product (acc += dot(a, b) * s): "
+                              "use 'cooperative', 'pingpong' or 'warp_specialized'"));
+}
+
 // BK = 64 of fp8: 64-byte rows.
 struct fp8_bk64 {
   void operator()(ts::tensor<ts::f8e4m3, 2> A, ts::tensor<ts::f8e4m3, 2> B, ts::tensor<ts::bf16, 2> C) const {
