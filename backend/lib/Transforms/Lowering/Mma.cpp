@@ -143,7 +143,8 @@ SmallVector<Value> KernelBuilder::consumeStage(Value it, ArrayRef<Value> accs, V
 // j + 1 while the CUDA cores add k-step j (Roles.cpp runs the k-steps in
 // pairs, X then Y):
 //
-//   %n = arith.addf %c, (arith.mulf (arith.mulf %d, %sa_col), %sb_splat)
+//   %s = arith.mulf %sa, (tessel.splat %sb) : tensor<BMxf32>     (sa * sb)
+//   %n = arith.addf %c, (arith.mulf %d, (tessel.broadcast %s [0]))   acc += d * s.col()
 //     ==> k-step j + 1 (issuePartial), then k-step j's promotion (promote):
 //   hopper.mbarrier.wait %full[j+1], %parity
 //   hopper.wgmma.fence
@@ -153,8 +154,9 @@ SmallVector<Value> KernelBuilder::consumeStage(Value it, ArrayRef<Value> accs, V
 //     per row and column coordinate of the thread's fragments; loadFactors)
 //   hopper.wgmma.wait 1                      -> X (k-step j) retired
 //   arrive empty[j]                          (rule P2)
-//   acc[r] = acc[r] + x[r] * sa[row] * sb    per fragment register r, with
-//                                            the factors loaded at k_j
+//   acc[r] = fma(x[r], s[row], acc[r])       per fragment register r, with s
+//                                            loaded at k_j, once per row
+//                                            coordinate (axesOf)
 //
 // Ordering rules:
 //   P1. A partial is read only after the wait_group that retires its
