@@ -8,6 +8,8 @@
 #include "llvm/ADT/DenseSet.h"
 #include "mlir/IR/Matchers.h"
 
+#include <functional>
+
 using namespace mlir;
 using namespace mlir::tessel;
 
@@ -97,6 +99,41 @@ static FailureOr<std::optional<unsigned>> matchPromotion(scf::ForOp loop, DotOp 
   return std::optional<unsigned>();
 }
 
+/// The factors of a scaled accumulation (GemmMatch::factors): the tile
+/// operands inside `promoted` that depend on neither `dot` nor `acc`.
+static SmallVector<Value> promotionFactors(scf::ForOp loop, Value dot, Value acc, Value promoted) {
+  DenseMap<Value, bool> dependent;
+  std::function<bool(Value)> depends = [&](Value v) -> bool {
+    if (v == dot || v == acc)
+      return true;
+    if (auto it = dependent.find(v); it != dependent.end())
+      return it->second;
+    Operation *op = v.getDefiningOp();
+    bool d = false;
+    if (op && loop->isAncestor(op))
+      for (Value o : op->getOperands())
+        d = d || depends(o);
+    return dependent[v] = d;
+  };
+  SmallVector<Value> factors;
+  SmallVector<Value> work{promoted};
+  DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!seen.insert(v).second || v == dot || v == acc || !depends(v))
+      continue;
+    for (Value o : v.getDefiningOp()->getOperands()) {
+      if (!isa<ShapedType>(o.getType()))
+        continue;
+      if (depends(o))
+        work.push_back(o);
+      else if (!llvm::is_contained(factors, o))
+        factors.push_back(o);
+    }
+  }
+  return factors;
+}
+
 FailureOr<std::optional<GemmMatch>> mlir::tessel::matchGemm(func::FuncOp kernel) {
   SmallVector<DotOp> dots;
   kernel.walk([&](DotOp d) { dots.push_back(d); });
@@ -144,6 +181,8 @@ FailureOr<std::optional<GemmMatch>> mlir::tessel::matchGemm(func::FuncOp kernel)
                              "use acc += dot(a, b)");
       accIndex = **promotion;
       m.promoted = yield.getOperand(accIndex);
+      m.factors = promotionFactors(loop, d.getResult(), loop.getRegionIterArgs()[accIndex],
+                                   m.promoted);
     } else {
       accIndex = acc.getArgNumber() - 1;
       if (llvm::is_contained(m.accIndices, accIndex))

@@ -384,6 +384,15 @@ Value KernelBuilder::fragmentColumn(Value inWg) {
   return v;
 }
 
+Value KernelBuilder::fragmentRow(Value rowBlock, Value inWg) {
+  Value warp = b.create<arith::DivUIOp>(loc, inWg, i32(32));
+  Value lane = b.create<arith::RemUIOp>(loc, inWg, i32(32));
+  return b.create<arith::AddIOp>(
+      loc, b.create<arith::MulIOp>(loc, rowBlock, i32(64)),
+      b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, warp, i32(16)),
+                              b.create<arith::DivUIOp>(loc, lane, i32(4))));
+}
+
 void KernelBuilder::selectAccRegisters(Value acc, int64_t r) {
   accRegisters.clear();
   for (int64_t j = 0; j < numAccs; ++j)

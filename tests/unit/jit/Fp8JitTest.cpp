@@ -36,6 +36,7 @@ protected:
   tessel_test::scoped_env quiet{"TESSEL_FALLBACK", "quiet"};
 };
 using tessel_test::jit_error;
+using tessel_test::launch_error;
 
 TEST_F(Fp8Jit, EverySchedulePairsAnyFp8Types) {
   for (ts::schedule s : {ts::schedule::tma, ts::schedule::warp_specialized, ts::schedule::cooperative,
@@ -198,14 +199,10 @@ TEST_F(Fp8Jit, ScaledAccumulationsOfBf16) {
   EXPECT_THAT(k.stage("ptx"), HasSubstr("setp.ne.b32 p, 0, 0;\nwgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"));
   EXPECT_THAT(k.stage("ptxas.log"), Not(HasSubstr("C7514")));
   const void* fake = reinterpret_cast<const void*>(0x7f0000100000);
-  std::string what;
-  try {
-    // K = 36: rows of 72 bytes, which TMA cannot describe; the multistage fallback cannot scale.
-    k.launch(nullptr, ts::grid{1, 1}, ts::view<ts::bf16>(fake, {128, 36}), ts::view<ts::bf16>(fake, {128, 36}),
-             ts::view<ts::f32>(fake, {1, 128}), ts::view<ts::bf16>(fake, {128, 128}));
-  } catch (const ts::error& e) {
-    what = e.what();
-  }
+  // K = 36: rows of 72 bytes, which TMA cannot describe; the multistage fallback cannot scale.
+  const std::string what =
+      launch_error(k, ts::grid{1, 1}, ts::view<ts::bf16>(fake, {128, 36}), ts::view<ts::bf16>(fake, {128, 36}),
+                   ts::view<ts::f32>(fake, {1, 128}), ts::view<ts::bf16>(fake, {128, 128}));
   EXPECT_THAT(what, HasSubstr("tessel: kernel 'bf16_scaled' (schedule cooperative) argument 0: stride of dimension 0 "
                               "is 36 elements = 72 bytes, not a multiple of 16 bytes (TMA requirement: pad it to a "
                               "multiple of 8 elements); the fallback to schedule multistage failed: "));
@@ -239,12 +236,7 @@ TEST_F(Fp8Jit, WhatCannotRunIsAClearError) {
   ts::kernel k = ts::jit(k128{}, {.schedule = ts::schedule::cooperative});
   const void* fake = reinterpret_cast<const void*>(0x7f0000100000);
   auto launch_error = [&](ts::tensor_arg a, ts::tensor_arg b) {
-    try {
-      k.launch(nullptr, ts::grid{1, 1}, a, b, ts::view<ts::bf16>(fake, {128, 128}), 1.0f);
-    } catch (const ts::error& e) {
-      return std::string(e.what());
-    }
-    return std::string();
+    return tessel_test::launch_error(k, ts::grid{1, 1}, a, b, ts::view<ts::bf16>(fake, {128, 128}), 1.0f);
   };
   const std::string fp8Rule =
       " tensor has no fallback (schedule multistage has no fp8 path): fp8 tensors must meet TMA's rules (16-byte "

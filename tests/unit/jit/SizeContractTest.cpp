@@ -31,17 +31,8 @@ namespace {
 
 const void* fake(std::uintptr_t a) { return reinterpret_cast<const void*>(a); }
 
-/// Launches; returns the tessel::error's message (every launch here throws: a contract, or no GPU /
-/// fake addresses).
-template <class... Args>
-std::string launchError(ts::kernel& k, ts::grid g, const Args&... args) {
-  try {
-    k.launch(nullptr, g, args...);
-  } catch (const ts::error& e) {
-    return e.what();
-  }
-  return "";
-}
+// Every launch here throws (a contract, or no GPU / fake addresses); launch_error returns the message.
+using tessel_test::launch_error;
 
 class SizeContracts : public ::testing::Test {
 protected:
@@ -55,7 +46,7 @@ protected:
 
 TEST_F(SizeContracts, MismatchedKNamesBothArguments) {
   // A: 192 x 128, B: 64 x 64 (K = 64), C: 192 x 64 (the report: it ran over min(K_A, K_B)).
-  std::string what = launchError(gemm, ts::grid{2, 1}, mat(0x7f0000100000, 192, 128), mat(0x7f0000200000, 64, 64),
+  std::string what = launch_error(gemm, ts::grid{2, 1}, mat(0x7f0000100000, 192, 128), mat(0x7f0000200000, 64, 64),
                                  mat(0x7f0000300000, 192, 64));
   EXPECT_THAT(what, HasSubstr("tessel: kernel '" + gemm.name() +
                               "': argument 1 dimension 1 has size 64 but argument 0 dimension 1 has size 128; "
@@ -65,33 +56,33 @@ TEST_F(SizeContracts, MismatchedKNamesBothArguments) {
 }
 
 TEST_F(SizeContracts, OutputMustMatchTheOperands) {
-  std::string rows = launchError(gemm, ts::grid{2, 1}, mat(0x7f0000100000, 192, 128),
+  std::string rows = launch_error(gemm, ts::grid{2, 1}, mat(0x7f0000100000, 192, 128),
                                  mat(0x7f0000200000, 64, 128), mat(0x7f0000300000, 191, 64));
   EXPECT_THAT(rows, HasSubstr("argument 2 dimension 0 has size 191 but argument 0 dimension 0 has size 192"));
-  std::string cols = launchError(gemm, ts::grid{2, 1}, mat(0x7f0000100000, 192, 128),
+  std::string cols = launch_error(gemm, ts::grid{2, 1}, mat(0x7f0000100000, 192, 128),
                                  mat(0x7f0000200000, 64, 128), mat(0x7f0000300000, 192, 65));
   EXPECT_THAT(cols, HasSubstr("argument 2 dimension 1 has size 65 but argument 1 dimension 0 has size 64"));
 }
 
 TEST_F(SizeContracts, BiasLengthMustMatchN) {
   ts::kernel k = ts::jit(examples::gemm_bias_relu<128, 128, 64>{}, {.schedule = ts::schedule::tma});
-  std::string what = launchError(k, ts::grid{2, 1}, mat(0x7f0000100000, 192, 128), mat(0x7f0000200000, 64, 128),
+  std::string what = launch_error(k, ts::grid{2, 1}, mat(0x7f0000100000, 192, 128), mat(0x7f0000200000, 64, 128),
                                  ts::view<ts::bf16>(fake(0x7f0000400000), {63}), mat(0x7f0000300000, 192, 64));
   EXPECT_THAT(what, HasSubstr("argument 2 dimension 0 has size 63 but argument 1 dimension 0 has size 64"));
 }
 
 TEST_F(SizeContracts, ConsistentArgumentsGetPastTheContracts) {
-  std::string what = launchError(gemm, ts::grid{2, 1}, mat(0x7f0000100000, 192, 128),
+  std::string what = launch_error(gemm, ts::grid{2, 1}, mat(0x7f0000100000, 192, 128),
                                  mat(0x7f0000200000, 64, 128), mat(0x7f0000300000, 192, 64));
   EXPECT_THAT(what, Not(HasSubstr("must be equal")));
 }
 
 TEST_F(SizeContracts, EmptyProblems) {
   // M == 0 with a grid built from it (cdiv(0, 128) == 0): nothing to do, no error, no GPU needed.
-  EXPECT_EQ(launchError(gemm, ts::grid{0, 1}, mat(0, 0, 128), mat(0x7f0000200000, 64, 128), mat(0, 0, 64)), "");
+  EXPECT_EQ(launch_error(gemm, ts::grid{0, 1}, mat(0, 0, 128), mat(0x7f0000200000, 64, 128), mat(0, 0, 64)), "");
   // K == 0 with ts::view's strides: launched (C gets the epilogue of a zero accumulator) through the
   // multistage variant, so it gets as far as the GPU (absent here, or fake addresses there).
-  std::string what = launchError(gemm, ts::grid{2, 1}, mat(0, 192, 0), mat(0, 64, 0), mat(0x7f0000300000, 192, 64));
+  std::string what = launch_error(gemm, ts::grid{2, 1}, mat(0, 192, 0), mat(0, 64, 0), mat(0x7f0000300000, 192, 64));
   EXPECT_THAT(what, Not(HasSubstr("stride")));
   EXPECT_THAT(what, Not(HasSubstr("must be equal")));
   EXPECT_NE(what, "") << "a K == 0 GEMM must be launched, not skipped";

@@ -86,6 +86,10 @@ struct GemmMatch {
   /// A scaled accumulation: the yielded `acc + f(dot)` (one dot whose own
   /// accumulator is zero); null for `acc += dot(...)`.
   Value promoted;
+  /// Its factors: the tile operands inside `promoted` that depend on neither
+  /// the product nor the accumulator (sa.col(), a splat of SB[..]), in a
+  /// fixed order; the backend loads them ahead of the k-step they scale.
+  SmallVector<Value> factors;
 
   bool scaled() const { return static_cast<bool>(promoted); }
   int64_t numDots() const { return static_cast<int64_t>(dots.size()); }

@@ -44,12 +44,8 @@ LogicalResult KernelBuilder::emitEpilogue(Value accFinal, Value rowBlock, Value 
 
 LogicalResult KernelBuilder::emitRegisterStore(StoreOp store, Value accFinal, Value rowBlock,
                                                Value inWg) {
-  Value warp = b.create<arith::DivUIOp>(loc, inWg, i32(32));
   Value lane = b.create<arith::RemUIOp>(loc, inWg, i32(32));
-  Value rowBase = b.create<arith::AddIOp>(
-      loc, b.create<arith::MulIOp>(loc, rowBlock, i32(64)),
-      b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, warp, i32(16)),
-                              b.create<arith::DivUIOp>(loc, lane, i32(4))));
+  Value rowBase = fragmentRow(rowBlock, inWg);
   Value colBase = fragmentColumn(inWg);
   if (storePath(store) == "reduce_atomic")
     return emitReduceStore(store, {accFinal}, wgmmaFragments(1), rowBase, colBase, lane);
@@ -375,12 +371,8 @@ LogicalResult KernelBuilder::emitConsumerEpilogue(ArrayRef<Value> accs, Value fi
     if (storePath(store) == "reduce_atomic") {
       // All of this warpgroup's row blocks at once: one atomic per warp and
       // row (column) of the tile.
-      Value warp = b.create<arith::DivUIOp>(loc, inWg, i32(32));
       Value lane = b.create<arith::RemUIOp>(loc, inWg, i32(32));
-      Value rowBase = b.create<arith::AddIOp>(
-          loc, b.create<arith::MulIOp>(loc, firstRowBlock, i32(64)),
-          b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, warp, i32(16)),
-                                  b.create<arith::DivUIOp>(loc, lane, i32(4))));
+      Value rowBase = fragmentRow(firstRowBlock, inWg);
       Value colBase =
           b.create<arith::MulIOp>(loc, b.create<arith::RemUIOp>(loc, lane, i32(4)), i32(2));
       return emitReduceStore(store, accs, wgmmaFragments(accs.size()), rowBase, colBase, lane);

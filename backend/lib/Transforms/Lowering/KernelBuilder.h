@@ -218,7 +218,6 @@ private:
                              ArrayRef<Value> factorValues, int64_t pending, Value rowBlock,
                              Value inWg, function_ref<void()> afterWait);
   SmallVector<std::array<Value, 2>> fragmentCoords(int64_t rowBlocks, Value rowBlock, Value inWg);
-  SmallVector<Value> promotionFactors();
   SmallVector<unsigned> factorTable;
   /// While promote runs: the factors' elements at (factor, row, column).
   DenseMap<std::tuple<Value, Value, Value>, Value> factorElements;
@@ -254,6 +253,9 @@ private:
   Value coordinate(Value base, int64_t offset);
   /// The first column of thread `inWg`'s fragments: 2 (inWg % 4).
   Value fragmentColumn(Value inWg);
+  /// The first row of thread `inWg`'s fragments in 64-row block `rowBlock`:
+  /// 64 rowBlock + 16 (inWg / 32) + inWg % 32 / 4.
+  Value fragmentRow(Value rowBlock, Value inWg);
 
   /// Stores the traced epilogue from the accumulator fragments of a warpgroup
   /// (thread `inWg` of it) that owns rows [64 rowBlock, 64 rowBlock + 64).

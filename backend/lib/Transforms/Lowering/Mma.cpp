@@ -25,9 +25,6 @@
 
 #include "KernelBuilder.h"
 
-#include "llvm/ADT/DenseSet.h"
-
-#include <functional>
 
 using namespace mlir;
 using namespace mlir::tessel;
@@ -181,61 +178,15 @@ SmallVector<Value> KernelBuilder::issuePartial(Value it, ArrayRef<Value> partial
 
 /// The fragment coordinates (row, column; i32, from the tile's origin) of
 /// every register of the thread's `rowBlocks` accumulators, row block by row
-/// block, interned (KernelBuilder.h): the registers of one row (column) share
-/// one coordinate value.
+/// block (wgmmaFragments), interned (KernelBuilder.h): the registers of one
+/// row (column) share one coordinate value.
 SmallVector<std::array<Value, 2>> KernelBuilder::fragmentCoords(int64_t rowBlocks, Value rowBlock,
                                                                 Value inWg) {
-  Value warp = b.create<arith::DivUIOp>(loc, inWg, i32(32));
-  Value lane = b.create<arith::RemUIOp>(loc, inWg, i32(32));
-  Value colBase = fragmentColumn(inWg);
+  Value rowBase = fragmentRow(rowBlock, inWg), colBase = fragmentColumn(inWg);
   SmallVector<std::array<Value, 2>> coords;
-  for (int64_t i = 0; i < rowBlocks; ++i) {
-    Value rowBase = b.create<arith::AddIOp>(
-        loc, b.create<arith::MulIOp>(loc, b.create<arith::AddIOp>(loc, rowBlock, i32(i)), i32(64)),
-        b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, warp, i32(16)),
-                                b.create<arith::DivUIOp>(loc, lane, i32(4))));
-    for (int64_t r = 0; r < BN / 2; ++r)
-      coords.push_back({coordinate(rowBase, 8 * ((r % 4) / 2)), coordinate(colBase, 8 * (r / 4) + r % 2)});
-  }
+  for (const FragmentElement &f : wgmmaFragments(rowBlocks))
+    coords.push_back({coordinate(rowBase, f.row), coordinate(colBase, f.col)});
   return coords;
-}
-
-/// The factors of the promotion: every tile operand inside it that depends
-/// on neither the product nor the accumulator (sa.col(), a splat of SB[..]).
-SmallVector<Value> KernelBuilder::promotionFactors() {
-  Value dotResult = gemm->dot.getResult();
-  Value accArg = gemm->loop.getRegionIterArgs()[gemm->accIndex];
-  DenseMap<Value, bool> dependent;
-  std::function<bool(Value)> depends = [&](Value v) -> bool {
-    if (v == dotResult || v == accArg)
-      return true;
-    if (auto it = dependent.find(v); it != dependent.end())
-      return it->second;
-    Operation *op = v.getDefiningOp();
-    bool d = false;
-    if (op && gemm->loop->isAncestor(op))
-      for (Value o : op->getOperands())
-        d = d || depends(o);
-    return dependent[v] = d;
-  };
-  SmallVector<Value> factors;
-  SmallVector<Value> work{gemm->promoted};
-  DenseSet<Value> seen;
-  while (!work.empty()) {
-    Value v = work.pop_back_val();
-    if (!seen.insert(v).second || !depends(v) || v == dotResult || v == accArg)
-      continue;
-    if (Operation *op = v.getDefiningOp())
-      for (Value o : op->getOperands()) {
-        if (!isa<ShapedType>(o.getType()))
-          continue;
-        if (depends(o))
-          work.push_back(o);
-        else if (!llvm::is_contained(factors, o))
-          factors.push_back(o);
-      }
-  }
-  return factors;
 }
 
 /// The tile axes (bit 0: rows, bit 1: columns) along which the tile `v` of
@@ -282,7 +233,7 @@ FailureOr<SmallVector<Value>> KernelBuilder::loadFactors(Value k, int64_t rowBlo
   SmallVector<Value> unique;
   factorTable.clear();
   DenseMap<std::tuple<Value, Value, Value>, Value> perAxes;
-  for (Value f : promotionFactors()) {
+  for (Value f : gemm->factors) {
     unsigned axes = axesOf(f);
     for (auto &c : coords) {
       Value &memo = perAxes[std::make_tuple(f, axes & 1 ? c[0] : Value(), axes & 2 ? c[1] : Value())];
@@ -318,8 +269,7 @@ SmallVector<Value> KernelBuilder::promote(ArrayRef<Value> accs, ArrayRef<Value> 
   promoting = true;
   SmallVector<std::array<Value, 2>> coords = fragmentCoords(accs.size(), rowBlock, inWg);
   // The factors' elements, loaded one k-step earlier (rule P1).
-  SmallVector<Value> factors = promotionFactors();
-  for (auto [fi, f] : llvm::enumerate(factors))
+  for (auto [fi, f] : llvm::enumerate(gemm->factors))
     for (auto [ci, c] : llvm::enumerate(coords))
       factorElements[std::make_tuple(f, c[0], c[1])] =
           factorValues[factorTable[fi * coords.size() + ci]];
