@@ -22,7 +22,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -43,6 +42,7 @@
 #include "fuzz_kernels.hpp"
 #include "gpu_test_util.hpp"
 #include "kernel_cache.hpp"
+#include "parallel.h"
 #include "scoped_env.hpp"
 
 namespace tb = tessel_bench;
@@ -119,20 +119,13 @@ void precompile(const std::vector<fuzz_config>& configs) {
     if (keys.insert(c.kernel_key()).second) todo.push_back(c);
   std::vector<std::optional<ts::kernel>> kernels(todo.size());
   std::vector<std::string> errors(todo.size());
-  std::atomic<std::size_t> next{0};
-  std::vector<std::thread> workers;
-  const std::size_t n = std::min<std::size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
-  for (std::size_t t = 0; t < n; ++t)
-    workers.emplace_back([&] {
-      for (std::size_t i; (i = next++) < todo.size();) {
-        try {
-          kernels[i] = jit_kernel(todo[i]);
-        } catch (const std::exception& e) {
-          errors[i] = e.what();
-        }
-      }
-    });
-  for (auto& w : workers) w.join();
+  tb::parallel_for(todo.size(), tb::job_threads(todo.size()), [&](std::size_t i) {
+    try {
+      kernels[i] = jit_kernel(todo[i]);
+    } catch (const std::exception& e) {
+      errors[i] = e.what();
+    }
+  });
   for (std::size_t i = 0; i < todo.size(); ++i)
     tessel_gpu_test::cached(todo[i].kernel_key(), [&]() -> ts::kernel {
       if (!kernels[i]) throw ts::error(errors[i]);

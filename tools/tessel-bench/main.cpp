@@ -25,6 +25,7 @@
 #include "bench_summary.h"
 #include "bench_util.h"
 #include "cli.h"
+#include "parallel.h"
 #include "tessel_gemm.hpp"
 
 namespace ts = tessel;
@@ -66,6 +67,7 @@ constexpr const char* kUsage = R"(usage: tessel-bench [options]
                       or read from the disk cache when an earlier run saved it), timed like
                       the others; the status column says which won and whether it was timed
   --dump-dir DIR      write each kernel's compilation stages to DIR/<schedule>_<tile>_s<stages>/
+  --compile-threads N compile the configurations N at a time, 0 = one per hardware thread (default 0)
   --seed S            random inputs seed                                        (default 1)
 Exit status: 0 when every configuration compiled, ran and matched cuBLASLt; 1 otherwise; 2 on usage errors.
 )";
@@ -186,7 +188,7 @@ int main(int argc, char** argv) {
   try {
     tb::cli args(argc, argv,
                  {"shapes", "schedules", "tiles", "stages", "clusters", "decompositions", "layouts", "raster-group", "swizzle", "json", "iters", "repeats", "warmup-ms", "cooldown-ms",
-                  "cublas-algos", "dump-dir", "seed"},
+                  "cublas-algos", "dump-dir", "seed", "compile-threads"},
                  {"no-check", "autotune", "help"});
     if (args.flag("help")) {
       std::cout << kUsage;
@@ -251,8 +253,17 @@ int main(int argc, char** argv) {
       return ts::options{.schedule = c.schedule, .stages = c.stages, .cluster = c.cluster, .swizzle = swizzle,
                          .raster_group = int(args.i64("raster-group", 0)), .decomposition = c.decomposition};
     };
-    for (const auto& c : configs) {
-      compiled& k = kernels[c.name()];
+    // On several threads (ts::jit is thread-safe); the lines come in the configurations' order.
+    std::vector<const config*> todo;
+    for (const auto& c : configs)
+      if (kernels.emplace(c.name(), compiled{}).second) todo.push_back(&c);
+    const std::int64_t compile_threads = args.i64("compile-threads", 0);
+    if (compile_threads < 0) throw tb::usage_error("--compile-threads must be >= 0 (0: one per hardware thread)");
+    const std::size_t threads = tb::job_threads(todo.size(), std::size_t(compile_threads));
+    const auto all0 = std::chrono::steady_clock::now();
+    tb::parallel_for(todo.size(), threads, [&](std::size_t i) {
+      const config& c = *todo[i];
+      compiled& k = kernels.at(c.name());
       ts::options o = options_of(c);
       o.dump_dir = dump_dir.empty() ? std::string() : dump_dir + "/" + c.name();
       auto t0 = std::chrono::steady_clock::now();
@@ -260,12 +271,18 @@ int main(int argc, char** argv) {
         k.kernel.emplace(tb::jit_gemm(tb::gemm_variant::plain, c.tile, o));
       } catch (const std::exception& e) {
         k.error = e.what();
-        any_error = true;
       }
       k.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::printf("compile %-32s %s (%.2f s)\n", c.name().c_str(), k.kernel ? "ok" : ("FAILED: " + k.error).c_str(),
+    });
+    for (const config* c : todo) {
+      const compiled& k = kernels.at(c->name());
+      any_error = any_error || !k.kernel;
+      std::printf("compile %-32s %s (%.2f s)\n", c->name().c_str(), k.kernel ? "ok" : ("FAILED: " + k.error).c_str(),
                   k.seconds);
     }
+    std::printf("compiled %zu configuration%s in %.2f s on %zu thread%s\n", todo.size(), todo.size() == 1 ? "" : "s",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - all0).count(), threads,
+                threads == 1 ? "" : "s");
 
     std::string why;
     if (!ts::gpu_available(&why)) {

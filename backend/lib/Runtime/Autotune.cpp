@@ -17,6 +17,8 @@
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
+#include <condition_variable>
+#include <exception>
 #include <limits>
 #include <cstdio>
 #include <cstring>
@@ -25,6 +27,7 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "tessel/Runtime/DiskCache.h"
 #include "tessel/Runtime/Env.h"
@@ -392,6 +395,94 @@ private:
 
 }  // namespace
 
+std::size_t compileThreads(const std::string& name, int requested, std::size_t candidates) {
+  if (requested < 0)
+    throw tessel::error("tessel: autotune '" + name + "': tune_options::compile_threads = " +
+                        std::to_string(requested) + ": must be >= 0 (0: one per hardware thread)");
+  std::size_t k = requested > 0 ? static_cast<std::size_t>(requested)
+                                : std::max<std::size_t>(1, std::thread::hardware_concurrency());
+  return std::max<std::size_t>(1, std::min(k, candidates));
+}
+
+namespace {
+
+/// What compiling one candidate gave: nothing (it compiled), a tessel::error's message (it is
+/// dropped) or another exception (the tune ends with it).
+struct CompileResult {
+  std::optional<std::string> error;
+  std::exception_ptr other;
+};
+
+/// Compiles every candidate of `b` on `threads` threads (the calling thread alone for 1) and
+/// calls `report(i, result)` on the calling thread for i = 0, 1, ... in order, each as soon as
+/// candidate i and every candidate before it are done: the lines a tune prints keep the
+/// candidates' order whichever compile finishes first. Every compile has finished when it
+/// returns, also when `report` throws.
+///
+/// Ordering rules:
+///  1. A worker takes the next candidate from one atomic counter, so each is compiled once.
+///  2. It publishes the result under `mutex` (results[i], then done[i]) and notifies; the
+///     reporting thread reads results[i] only after seeing done[i] under the same mutex.
+///  3. The workers are joined before the results leave this function (a scope guard joins
+///     them on the exception path too): no compile outlives the tune.
+std::vector<CompileResult> compileAll(TuneBackend& b, std::size_t threads,
+                                      const std::function<void(std::size_t, CompileResult&)>& report) {
+  const std::size_t n = b.size();
+  std::vector<CompileResult> results(n);
+  auto compileOne = [&b](std::size_t i, CompileResult& r) {
+    try {
+      b.prepare(i);
+    } catch (const tessel::error& e) {
+      r.error = e.what();
+    } catch (...) {
+      r.other = std::current_exception();
+    }
+  };
+  if (threads <= 1) {
+    for (std::size_t i = 0; i < n; ++i) {
+      compileOne(i, results[i]);
+      report(i, results[i]);
+    }
+    return results;
+  }
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::vector<char> done(n, 0);
+  std::atomic<std::size_t> next{0};
+  std::vector<std::thread> workers;
+  struct Joiner {
+    std::vector<std::thread>& w;
+    ~Joiner() {
+      for (std::thread& t : w)
+        if (t.joinable())
+          t.join();
+    }
+  } joiner{workers};
+  for (std::size_t t = 0; t < threads; ++t)
+    workers.emplace_back([&] {
+      for (std::size_t i; (i = next++) < n;) {
+        CompileResult r;
+        compileOne(i, r);
+        {
+          std::lock_guard<std::mutex> lock(mutex);
+          results[i] = std::move(r);
+          done[i] = 1;
+        }
+        cv.notify_all();
+      }
+    });
+  for (std::size_t i = 0; i < n; ++i) {
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      cv.wait(lock, [&] { return done[i] != 0; });
+    }
+    report(i, results[i]);
+  }
+  return results;
+}
+
+}  // namespace
+
 TuneOutcome tune(TuneBackend& b, const TuneSettings& s) {
   validateTiming(s.name, s.timing);
   const std::size_t n = b.size();
@@ -415,15 +506,19 @@ TuneOutcome tune(TuneBackend& b, const TuneSettings& s) {
 
   // 1. Compile.
   std::vector<std::size_t> compiled;
-  for (std::size_t i = 0; i < n; ++i) {
-    try {
-      b.prepare(i);
-      compiled.push_back(i);
-      progress.step(count(i) + ": compiled '" + label(i) + "'");
-    } catch (const tessel::error& e) {
-      drop(i, "does not compile: " + firstLine(e.what()));
-    }
+  for (CompileResult& r : compileAll(b, compileThreads(s.name, s.compileThreads, n), [&](std::size_t i,
+                                                                                          CompileResult& r) {
+         if (r.error)
+           drop(i, "does not compile: " + firstLine(*r.error));
+         else if (!r.other)
+           progress.step(count(i) + ": compiled '" + label(i) + "'");
+       })) {
+    if (r.other)
+      std::rethrow_exception(r.other);
   }
+  for (std::size_t i = 0; i < n; ++i)
+    if (out.candidates[i].dropped.empty())
+      compiled.push_back(i);
   if (compiled.empty())
     throw allDropped("compiled");
   b.begin(compiled);

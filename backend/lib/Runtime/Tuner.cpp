@@ -66,7 +66,8 @@ struct tuner_impl {
   const Choice* last = nullptr;
 
   /// Candidate i's kernel, compiling it on first need (a failure is remembered). Throws
-  /// tessel::error. Call with `mutex` held.
+  /// tessel::error. Call with `mutex` held; a tune's compile step (runtime::tune) calls it from
+  /// several threads at once for different candidates, each touching only `compiled[i]`.
   const std::shared_ptr<kernel_impl>& kernel(std::size_t i) {
     Compiled& c = compiled[i];
     if (!c.tried) {
@@ -462,6 +463,7 @@ const tuner_impl::Choice& decide(tuner_impl& t, CUstream stream, std::span<const
   settings.rtol = t.opts.rtol;
   settings.timing = t.opts.timing;
   settings.progress = t.opts.progress;
+  settings.compileThreads = t.opts.compile_threads;
   TuneOutcome outcome;
   {
     GpuTuneBackend backend(t, stream, args);
@@ -494,6 +496,7 @@ std::shared_ptr<tuner_impl> make_tuner(std::string name, std::vector<candidate_s
     throw tessel::error("tessel: autotune '" + name + "': tune_options::rtol = " + std::to_string(opts.rtol) +
                         ": must be finite and >= 0");
   validateTiming(name, opts.timing);
+  runtime::compileThreads(name, opts.compile_threads, candidates.size());
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const candidate_spec& c = candidates[i];
     if (!c.compile || !c.identity || !c.grid_of)

@@ -18,6 +18,7 @@
 #include <sstream>
 #include <string>
 
+#include "file_text.hpp"
 #include "scoped_env.hpp"
 #include "02_gemm/gemm.hpp"
 
@@ -29,13 +30,6 @@ using ::testing::Not;
 namespace {
 
 using ScopedEnv = tessel_test::scoped_env;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 const void* fake(std::uintptr_t a) { return reinterpret_cast<const void*>(a); }
 
@@ -92,10 +86,10 @@ TEST_F(JitVariants, MisalignedOperandCompilesTheMultistageVariantOnceWithANote) 
                              "address); launching the schedule multistage variant instead"));
   // What stopped the launch afterwards is the missing GPU (or the fake address), not the rule.
   EXPECT_THAT(error, Not(HasSubstr("16-byte aligned")));
-  std::string scheduled = slurp(dir / "variant-multistage" / "02-select-schedule.mlir");
+  std::string scheduled = tessel_test::file_text(dir / "variant-multistage" / "02-select-schedule.mlir");
   EXPECT_THAT(scheduled, HasSubstr("#tessel.schedule<kind = multistage"));
   EXPECT_TRUE(fs::exists(dir / "variant-multistage" / "14-kernel.ptx"));
-  EXPECT_THAT(slurp(dir / "02-select-schedule.mlir"), HasSubstr("kind = tma"));  // the eager kernel's dump
+  EXPECT_THAT(tessel_test::file_text(dir / "02-select-schedule.mlir"), HasSubstr("kind = tma"));  // the eager kernel's dump
 
   // Once per kernel and reason; the variant is not compiled again (its dump is not rewritten).
   fs::remove_all(dir / "variant-multistage");
@@ -126,7 +120,7 @@ TEST_F(JitVariants, FallbackDropsTheTmaSwizzle) {
   std::string err = launch(k, A(0x7f0000100002), B(), C(), &error);
   EXPECT_THAT(err, HasSubstr("launching the schedule multistage variant instead"));
   EXPECT_THAT(error, Not(HasSubstr("fallback to schedule multistage failed")));
-  EXPECT_THAT(slurp(dir / "variant-multistage" / "02-select-schedule.mlir"), HasSubstr("#tessel.schedule<kind = multistage"));
+  EXPECT_THAT(tessel_test::file_text(dir / "variant-multistage" / "02-select-schedule.mlir"), HasSubstr("#tessel.schedule<kind = multistage"));
 }
 
 TEST_F(JitVariants, OddLeadingDimensionFallsBackForWarpSpecialized) {
@@ -143,12 +137,12 @@ TEST_F(JitVariants, ColumnMajorOperandGetsALayoutVariant) {
   std::string err = launch(k, ts::view<ts::bf16>(fake(0x7f0000100000), {M, K}, {1, M}), B(), C());
   EXPECT_THAT(err, HasSubstr("tessel: compiling variant 'tma-L0__' of '" + k.name() +
                              "' (argument 0 contiguous along dimension 0)"));
-  std::string traced = slurp(dir / "variant-tma-L0__" / "01-tessel.mlir");
+  std::string traced = tessel_test::file_text(dir / "variant-tma-L0__" / "01-tessel.mlir");
   EXPECT_THAT(traced, HasSubstr("tessel.contiguous_dim = 0 : i64"));
   if (err.find("tessel: note:") != std::string::npos) {
     // The lowering loads A K-contiguous only: TMA's unit-stride rule fails, multistage runs it.
     EXPECT_THAT(err, HasSubstr("argument 0: innermost stride (dimension 1) must be 1, got 256"));
-    EXPECT_THAT(slurp(dir / "variant-multistage-L0__" / "01-tessel.mlir"),
+    EXPECT_THAT(tessel_test::file_text(dir / "variant-multistage-L0__" / "01-tessel.mlir"),
                 HasSubstr("tessel.contiguous_dim = 0 : i64"));
     EXPECT_THAT(err, HasSubstr("launching variant 'multistage-L0__'"));
   } else {
@@ -160,7 +154,7 @@ TEST_F(JitVariants, ColumnMajorOutputNeedsNoFallback) {
   ts::kernel k = jit(ts::schedule::cooperative);
   std::string err = launch(k, A(), B(), ts::view<ts::bf16>(fake(0x7f0000300000), {M, N}, {1, M}));
   EXPECT_THAT(err, Not(HasSubstr("tessel: note")));
-  EXPECT_THAT(slurp(dir / "variant-cooperative-L__0" / "01-tessel.mlir"), HasSubstr("tessel.contiguous_dim = 0 : i64"));
+  EXPECT_THAT(tessel_test::file_text(dir / "variant-cooperative-L__0" / "01-tessel.mlir"), HasSubstr("tessel.contiguous_dim = 0 : i64"));
   EXPECT_FALSE(fs::exists(dir / "variant-multistage"));
 }
 

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 
+#include "file_text.hpp"
 #include "scoped_env.hpp"
 #include "02_gemm/gemm.hpp"
 #include "03_gemm_bias_relu/gemm_bias_relu.hpp"
@@ -24,13 +25,6 @@ namespace ts = tessel;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 const char* const kStages[] = {"01-tessel.mlir",
                                "02-select-schedule.mlir",
@@ -64,14 +58,14 @@ protected:
   /// `lazy` (no dump) and `eager` (dumped into dir) are the same kernel compiled both ways.
   void expectSameStages(ts::kernel& lazy, ts::kernel& eager) {
     for (const char* stage : kStages) {
-      const std::string dumped = slurp(dir / stage);
+      const std::string dumped = tessel_test::file_text(dir / stage);
       ASSERT_FALSE(dumped.empty()) << stage << " was not dumped";
       EXPECT_TRUE(lazy.stage(stage) == dumped) << stage << " made on demand differs from the recorded one";
       EXPECT_TRUE(eager.stage(stage) == dumped) << stage;
     }
     // The names kernel::stage documents go through the same texts.
-    EXPECT_EQ(lazy.stage("lower-to-nvvm"), slurp(dir / "09-lower-to-nvvm.mlir"));
-    EXPECT_EQ(lazy.stage("opt.ll"), slurp(dir / "13-kernel.opt.ll"));
+    EXPECT_EQ(lazy.stage("lower-to-nvvm"), tessel_test::file_text(dir / "09-lower-to-nvvm.mlir"));
+    EXPECT_EQ(lazy.stage("opt.ll"), tessel_test::file_text(dir / "13-kernel.opt.ll"));
     EXPECT_EQ(lazy.stage("ptx"), eager.stage("ptx"));
     EXPECT_EQ(lazy.stage("cubin").size(), eager.stage("cubin").size());
   }

@@ -23,6 +23,7 @@
 #include <sstream>
 #include <string>
 
+#include "file_text.hpp"
 #include "scoped_env.hpp"
 
 namespace fs = std::filesystem;
@@ -46,13 +47,6 @@ std::string kernelText(const std::string& name, const std::string& op) {
          "    return\n"
          "  } loc(\"user_kernel.cpp\":30:1)\n"
          "}\n";
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 class BackendFailure : public ::testing::Test {
@@ -96,7 +90,7 @@ TEST_F(BackendFailure, UnselectableOpIsAnErrorWithLocationAndReproducer) {
   // The reproducer: every stage so far and the failing step's input, with locations.
   EXPECT_TRUE(fs::exists(dir / "failed-sine" / "01-tessel.mlir"));
   EXPECT_TRUE(fs::exists(dir / "failed-sine" / "11-convert-to-llvm.mlir"));
-  std::string input = slurp(dir / "failed-sine" / "failing-step-input.mlir");
+  std::string input = tessel_test::file_text(dir / "failed-sine" / "failing-step-input.mlir");
   EXPECT_THAT(input, HasSubstr("llvm.intr.sin"));
   EXPECT_THAT(input, HasSubstr("user_kernel.cpp"));
   EXPECT_FALSE(fs::exists(dir / "failed-sine" / "sine.ptx")) << "no PTX was made";
@@ -114,7 +108,7 @@ TEST_F(BackendFailure, WithoutRecordedStagesTheReproducerIsTheSame) {
             "IR reproducer: " + (dir / "failed-sine").string() + "/\n");
   EXPECT_TRUE(fs::exists(dir / "failed-sine" / "01-tessel.mlir"));
   EXPECT_TRUE(fs::exists(dir / "failed-sine" / "11-convert-to-llvm.mlir"));
-  EXPECT_THAT(slurp(dir / "failed-sine" / "failing-step-input.mlir"), HasSubstr("llvm.intr.sin"));
+  EXPECT_THAT(tessel_test::file_text(dir / "failed-sine" / "failing-step-input.mlir"), HasSubstr("llvm.intr.sin"));
   // And a kernel that compiles is unaffected.
   EXPECT_EQ(compileError(kernelText("fine", "math.exp"), lazy), "");
 }

@@ -14,13 +14,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <mutex>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -63,7 +70,7 @@ public:
   std::size_t size() const override { return s_.size(); }
   std::string label(std::size_t i) const override { return s_[i].label; }
   void prepare(std::size_t i) override {
-    ++prepared;
+    ++prepared;  // atomic: tune() compiles on several threads
     if (!s_[i].compileError.empty())
       throw tessel::error(s_[i].compileError);
   }
@@ -103,7 +110,8 @@ public:
 
   std::vector<Script> s_;
   double clock = 0;
-  int prepared = 0, syncs = 0, finished = -1;
+  std::atomic<int> prepared{0};
+  int syncs = 0, finished = -1;
   std::vector<std::size_t> begun;
   std::vector<int> runs, launches;
   std::vector<std::vector<int>> batches;  ///< per candidate, the size of each timed batch
@@ -217,8 +225,8 @@ TEST_F(Autotune, TheMedianIgnoresOutliers) {
   EXPECT_DOUBLE_EQ(r[0].medianMs, 1.0);
   EXPECT_DOUBLE_EQ(r[0].minMs, 1.0);
   EXPECT_DOUBLE_EQ(r[0].maxMs, 10.0);
-  b = ScriptedBackend({a, {"b", 1.2}});
-  EXPECT_EQ(tune(b, settings(printed)).winner, 0u) << "one slow batch does not lose the tune";
+  ScriptedBackend again({a, {"b", 1.2}});
+  EXPECT_EQ(tune(again, settings(printed)).winner, 0u) << "one slow batch does not lose the tune";
 }
 
 TEST_F(Autotune, ACandidateThatDoesNotCompileIsDroppedWithOneLine) {
@@ -353,6 +361,105 @@ TEST_F(Autotune, VerboseShowsProgress) {
   ScriptedBackend b({{"a", 0.001}});
   tune(b, settings(printed, tune_progress::automatic));
   EXPECT_THAT(printed.all(), HasSubstr("tessel autotune: gemm: tuning 1 candidate for bf16[1024,1024]"));
+}
+
+/// A backend whose compiles meet: each prepare() waits (10 s at most) until `width` compiles have
+/// been inside at once, and candidate 0 then waits until every other candidate compiled, so that
+/// it finishes last. Records the most compiles seen inside at once and the threads they ran on.
+class MeetingBackend : public ScriptedBackend {
+public:
+  MeetingBackend(std::vector<Script> s, int width) : ScriptedBackend(std::move(s)), width_(width) {}
+  void prepare(std::size_t i) override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    threads.push_back(std::this_thread::get_id());
+    started.push_back(i);
+    most = std::max(most, ++inside_);
+    met_ = met_ || inside_ >= width_;
+    cv_.notify_all();
+    cv_.wait_for(lock, std::chrono::seconds(10), [&] { return met_; });
+    if (i == 0 && width_ > 1)
+      cv_.wait_for(lock, std::chrono::seconds(10), [&] { return finished_ + 1 == size(); });
+    --inside_;
+    ++finished_;
+    cv_.notify_all();
+    lock.unlock();
+    ScriptedBackend::prepare(i);
+  }
+  int most = 0;
+  std::vector<std::thread::id> threads;
+  std::vector<std::size_t> started;
+
+private:
+  int width_, inside_ = 0;
+  std::size_t finished_ = 0;
+  bool met_ = false;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+};
+
+TEST_F(Autotune, CandidatesCompileAtOnceAndReportInTheirOrder) {
+  Script bad{"c", 1.0};
+  bad.compileError = "tessel: does not fit";
+  MeetingBackend b({{"a", 2.0}, {"b", 1.0}, bad, {"d", 3.0}}, 3);
+  TuneSettings s = settings(printed, tune_progress::always);
+  s.compileThreads = 3;
+  TuneOutcome out = tune(b, s);
+  EXPECT_EQ(b.most, 3) << "three compiles at once, never four";
+  EXPECT_EQ(b.prepared, 4);
+  EXPECT_EQ(std::count(b.threads.begin(), b.threads.end(), std::this_thread::get_id()), 0)
+      << "the calling thread reports, the workers compile";
+  EXPECT_THAT(b.begun, ElementsAre(0, 1, 3));
+  EXPECT_EQ(out.winner, 1u);
+  EXPECT_EQ(out.candidates[2].dropped, "does not compile: does not fit");
+  // 'a' finished compiling last, yet every line keeps the candidates' order.
+  ASSERT_GE(printed.lines.size(), 5u) << printed.all();
+  EXPECT_THAT(std::vector<std::string>(printed.lines.begin(), printed.lines.begin() + 5),
+              ElementsAre("tessel autotune: gemm: tuning 4 candidates for bf16[1024,1024]",
+                          "tessel autotune: gemm 1/4: compiled 'a'", "tessel autotune: gemm 2/4: compiled 'b'",
+                          "tessel autotune: gemm: dropped 'c': does not compile: does not fit",
+                          "tessel autotune: gemm 4/4: compiled 'd'"));
+}
+
+TEST_F(Autotune, OneCompileThreadCompilesInOrderOnTheCallingThread) {
+  MeetingBackend b({{"a", 2.0}, {"b", 1.0}, {"c", 3.0}}, 1);
+  TuneSettings s = settings(printed);
+  s.compileThreads = 1;
+  EXPECT_EQ(tune(b, s).winner, 1u);
+  EXPECT_EQ(b.most, 1);
+  EXPECT_THAT(b.started, ElementsAre(0, 1, 2));
+  EXPECT_THAT(b.threads, ElementsAre(std::this_thread::get_id(), std::this_thread::get_id(),
+                                     std::this_thread::get_id()));
+}
+
+TEST_F(Autotune, AnotherExceptionEndsTheTuneOnceEveryCompileFinished) {
+  class Throwing : public ScriptedBackend {
+  public:
+    using ScriptedBackend::ScriptedBackend;
+    void prepare(std::size_t i) override {
+      ScriptedBackend::prepare(i);
+      if (i == 1)
+        throw std::runtime_error("out of memory");
+    }
+  } b({{"a"}, {"b"}, {"c"}, {"d"}});
+  TuneSettings s = settings(printed);
+  s.compileThreads = 2;
+  EXPECT_THAT([&] { tune(b, s); }, ThrowsMessage<std::runtime_error>("out of memory"));
+  EXPECT_EQ(b.prepared, 4) << "the other compiles ran to their end";
+  EXPECT_TRUE(b.begun.empty());
+}
+
+TEST_F(Autotune, CompileThreadsAreCheckedAndBounded) {
+  EXPECT_EQ(compileThreads("g", 4, 2), 2u) << "never more threads than candidates";
+  EXPECT_EQ(compileThreads("g", 1, 9), 1u);
+  EXPECT_EQ(compileThreads("g", 0, 1000), std::size_t(std::max(1u, std::thread::hardware_concurrency())));
+  EXPECT_THAT([] { compileThreads("g", -2, 3); },
+              ThrowsMessage<tessel::error>("tessel: autotune 'g': tune_options::compile_threads = -2: must be >= 0 "
+                                           "(0: one per hardware thread)"));
+  ScriptedBackend b({{"a"}});
+  TuneSettings s = settings(printed);
+  s.compileThreads = -1;
+  EXPECT_THAT([&] { tune(b, s); }, ThrowsMessage<tessel::error>(HasSubstr("compile_threads = -1: must be >= 0")));
+  EXPECT_EQ(b.prepared, 0);
 }
 
 TEST_F(Autotune, TimingSettingsAreChecked) {

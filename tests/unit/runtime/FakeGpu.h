@@ -268,13 +268,15 @@ inline CompiledKernel kernel2d(const std::string& name) {
   k.blockThreads = 128;
   k.ptx = "// fake\n";
   k.stages = {{"01-tessel.mlir", "fake " + name}};
-  state().twoD[name] = true;
   return k;
 }
 
 /// A candidate running fake kernel `name` (which must be in state().kernels; `twoD`: made with
-/// kernel2d); `compiles` counts its compiles.
+/// kernel2d); `compiles` counts its compiles. The tuner compiles candidates on several threads
+/// at once: their compile functions touch no shared state (state().twoD is set here).
 inline detail::candidate_spec candidate(const std::string& name, int* compiles = nullptr, bool twoD = false) {
+  if (twoD)
+    state().twoD[name] = true;
   detail::candidate_spec c;
   c.label = name;
   c.kernel = name;

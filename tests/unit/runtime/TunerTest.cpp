@@ -372,6 +372,11 @@ TEST_F(Tuner, TheCandidateListIsChecked) {
   bad.timing.repeats = 0;
   EXPECT_THAT([&] { detail::make_tuner("t", {spec("fast")}, bad); },
               ThrowsMessage<tessel::error>("tessel: autotune 't': tune_timing::repeats = 0: must be >= 1"));
+  bad = {};
+  bad.compile_threads = -1;
+  EXPECT_THAT([&] { detail::make_tuner("t", {spec("fast")}, bad); },
+              ThrowsMessage<tessel::error>("tessel: autotune 't': tune_options::compile_threads = -1: must be >= 0 "
+                                           "(0: one per hardware thread)"));
 }
 
 //===----------------------------------------------------------------------===//

@@ -112,6 +112,8 @@ public:
   virtual std::size_t size() const = 0;
   virtual std::string label(std::size_t i) const = 0;
   /// Compiles candidate i. A tessel::error drops it ("does not compile: <first line>").
+  /// tune() calls it from several threads at once (TuneSettings::compileThreads), each for a
+  /// different i, and nothing else of the backend but nowMs() and label() while any runs.
   virtual void prepare(std::size_t i) = 0;
   /// Called once the candidates in `compiled` compiled, before any of them runs (the GPU backend
   /// saves the outputs here). A tessel::error ends the tune.
@@ -141,6 +143,9 @@ struct TuneSettings {
   double rtol = 1e-2;
   tune_timing timing{};
   tune_progress progress = tune_progress::automatic;
+  /// Candidates compiled at once (tune_options::compile_threads): 0 one per hardware thread,
+  /// at most one per candidate; 1 one after another on the calling thread.
+  int compileThreads = 0;
   /// Printed on stderr by default; tests collect them.
   std::function<void(const std::string&)> print;
 };
@@ -154,7 +159,9 @@ struct TuneOutcome {
 };
 
 /// Tunes (the steps of autotune.hpp's file comment):
-///  1. prepare() each candidate; those that throw are dropped;
+///  1. prepare() each candidate, on up to compileThreads threads at once (compileThreads()
+///     below); those that throw a tessel::error are dropped; any other exception is rethrown
+///     once every compile has finished. Progress and drop lines come in the candidates' order;
 ///  2. begin(), then run() each candidate once; the first that runs is the reference, every
 ///     later one is compared with it (compareOutputs). When the reference agrees with fewer
 ///     than half of the others, the candidates after it take its place in turn (run() again)
@@ -169,6 +176,11 @@ struct TuneOutcome {
 /// closing line naming the winner. Throws tessel::error "tessel: autotune '<name>': no
 /// candidate ..." when every candidate was dropped.
 TuneOutcome tune(TuneBackend& backend, const TuneSettings& settings);
+
+/// The threads tune() compiles `candidates` on: `requested` (>= 1) or, for 0, one per hardware
+/// thread; never more than `candidates`, never fewer than 1. A negative `requested` is a
+/// tessel::error naming tune_options::compile_threads.
+std::size_t compileThreads(const std::string& name, int requested, std::size_t candidates);
 
 /// Per-candidate timing (tune_result's fields).
 struct CandidateTiming {

@@ -18,7 +18,8 @@
 // either finds the choice saved by an earlier process in the disk cache (TESSEL_CACHE_DIR),
 // keyed by the candidates' programs and options, the bucket, the device and tessel's build, and
 // compiles only the winner; or it tunes:
-//   1. compiles every candidate (one that does not compile is dropped, with a one-line reason);
+//   1. compiles every candidate, several at once (tune_options::compile_threads; one that does
+//      not compile is dropped, with a one-line reason);
 //   2. saves the outputs (the arguments the programs store into) and runs each candidate once
 //      from that saved state, copying its outputs back; the candidates must agree with a
 //      reference candidate within tune_options::rtol (relative Frobenius error per output, and
@@ -105,6 +106,10 @@ struct tune_options {
   /// before the winner's final launch. When `reset` is set, it is called instead (with the
   /// launch's stream), e.g. to zero reduce_into vectors, and nothing is copied (no extra memory).
   std::function<void(void* stream)> reset;
+  /// How many candidates compile at once, each on its own thread (each compile has its own MLIR
+  /// context and its own ptxas process): 0, the default, one per hardware thread, at most one per
+  /// candidate; 1 compiles them one after another. Not part of the saved choice's key.
+  int compile_threads = 0;
 };
 
 /// Where a decision came from.
