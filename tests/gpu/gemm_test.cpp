@@ -64,9 +64,9 @@ cached_kernel& get_kernel(tb::gemm_variant v, const tb::tile_shape& tile, ts::sc
 }
 
 void launch(ts::kernel& k, tb::gemm_variant v, const tb::tile_shape& tile, const tb::gemm_problem& p, void* C,
-            std::int64_t ldc, cudaStream_t stream) {
+            std::int64_t ldc, cudaStream_t stream, bool swap = false) {
   if (v == tb::gemm_variant::plain)
-    tb::launch_gemm(k, tile, stream, p.A(0), p.B(0), C, p.M, p.N, p.K, {}, ldc);
+    tb::launch_gemm(k, tile, stream, p.A(0), p.B(0), C, p.M, p.N, p.K, {}, ldc, swap);
   else
     tb::launch_gemm_bias_relu(k, tile, stream, p.A(0), p.B(0), p.bias(0), C, p.M, p.N, p.K, ldc);
 }
@@ -101,7 +101,7 @@ std::uint64_t case_seed(const tb::gemm_shape& s, const tb::tile_shape& t, int st
 
 void check_gemm(tb::gemm_variant v, const tb::tile_shape& tile, int stages, const tb::gemm_shape& shape,
                 ts::schedule schedule = ts::schedule::tma, std::array<int, 2> cluster = {1, 1},
-                ts::decomposition decomposition = ts::decomposition::automatic) {
+                ts::decomposition decomposition = ts::decomposition::automatic, bool swap = false) {
   cached_kernel& ck = get_kernel(v, tile, schedule, stages, cluster, decomposition);
   ASSERT_TRUE(ck.kernel) << "tessel could not build the kernel: " << ck.error;
 
@@ -111,7 +111,7 @@ void check_gemm(tb::gemm_variant v, const tb::tile_shape& tile, int stages, cons
                      case_seed(shape, tile, stages), 1, 0, stream);
   const float* ref = p.reference(cublas(), stream);
   const std::size_t n = std::size_t(p.M) * std::size_t(p.N);
-  const launch_into run = [&](void* C, std::int64_t ldc) { launch(*ck.kernel, v, tile, p, C, ldc, stream); };
+  const launch_into run = [&](void* C, std::int64_t ldc) { launch(*ck.kernel, v, tile, p, C, ldc, stream, swap); };
 
   // Run 1.
   ASSERT_NO_FATAL_FAILURE(run_guarded(run, padded_c(p), p, "run 1 (C in padded rows)"));
@@ -122,7 +122,8 @@ void check_gemm(tb::gemm_variant v, const tb::tile_shape& tile, int stages, cons
 
   // Sampled elements against the CPU (double): tile corners and edges plus random positions.
   int bad = 0;
-  for (const auto& s : tessel_gpu_test::cpu_samples(p, ref, tile.bm, tile.bn)) {
+  // A swapped launch's tile covers tile.bn rows of C and tile.bm columns.
+  for (const auto& s : tessel_gpu_test::cpu_samples(p, ref, swap ? tile.bn : tile.bm, swap ? tile.bm : tile.bn)) {
     double tol = tessel_gpu_test::sample_tol(s.want, p.K);
     if (!(std::abs(s.got - s.want) <= tol) && bad++ < 8)
       ADD_FAILURE() << "C[" << s.m << "][" << s.n << "] = " << s.got << ", CPU reference " << s.want
@@ -316,6 +317,31 @@ const std::vector<tb::gemm_shape> kStreamKShapes = {
     {64, 4096, 4096}, {1000, 1000, 1000}, {3000, 5000, 2000}, {1408, 4608, 2048}, {4096, 4096, 1024}};
 const std::vector<tb::gemm_shape> kStreamKLargeShapes = {
     {4096, 4096, 4096}, {8192, 8192, 8192}, {16384, 8192, 1024}, {128, 8192, 8192}, {4096, 14336, 4096}};
+
+// Swap-AB (docs/small-m.md): C = A B^T for a few rows of A computed as C^T = B A^T
+// (tb::launch_gemm's `swap`, tessel-bench --swap yes), the 64-row tile over N, its 8..32 columns
+// over M (wgmma N = 8..32), into C's column-major N x M view (the launch compiles that layout
+// variant; its stores go through registers with C's strides, so runs 1 and 3 cover aligned and
+// misaligned rows of C). The deepest ring and 4 stages; M past the tile and not a multiple of 8.
+class SwapAbGemm : public ::testing::TestWithParam<ws_param> {};
+
+TEST_P(SwapAbGemm, MatchesReference) {
+  TESSEL_REQUIRE_GPU();
+  const auto& [schedule, tile, stages, shape] = GetParam();
+  check_gemm(tb::gemm_variant::plain, tile, stages, shape, schedule, {1, 1}, ts::decomposition::automatic,
+             /*swap=*/true);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, SwapAbGemm,
+    ::testing::Combine(::testing::Values(ts::schedule::tma, ts::schedule::warp_specialized, ts::schedule::cooperative,
+                                         ts::schedule::pingpong, ts::schedule::automatic),
+                       ::testing::Values(tb::tile_shape{64, 8, 64}, tb::tile_shape{64, 16, 64},
+                                         tb::tile_shape{64, 32, 64}),
+                       ::testing::Values(ts::stages_max, 4),
+                       ::testing::Values(tb::gemm_shape{1, 1000, 520}, tb::gemm_shape{16, 2112, 1024},
+                                         tb::gemm_shape{37, 300, 72})),
+    ws_param_name);
 
 class StreamKGemm : public ::testing::TestWithParam<sk_param> {};
 

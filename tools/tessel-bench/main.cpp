@@ -68,6 +68,9 @@ constexpr const char* kUsage = R"(usage: tessel-bench [options]
                       the others; the status column says which won and whether it was timed
   --dump-dir DIR      write each kernel's compilation stages to DIR/<schedule>_<tile>_s<stages>/
   --compile-threads N compile the configurations N at a time, 0 = one per hardware thread (default 0)
+  --swap LIST         no: C = A @ B^T with tiles BM (of M) x BN (of N); yes: the same C computed as
+                      C^T = B @ A^T into C's column-major N x M view, tiles BM (of N) x BN (of M)
+                      (swap-AB for few rows of M: --tiles 64x16 --swap yes)   (default no)
   --seed S            random inputs seed                                        (default 1)
 Exit status: 0 when every configuration compiled, ran and matched cuBLASLt; 1 otherwise; 2 on usage errors.
 )";
@@ -78,6 +81,8 @@ struct config {
   int stages;
   std::array<int, 2> cluster{1, 1};
   ts::decomposition decomposition = ts::decomposition::automatic;
+  bool swap = false;  ///< launched as C^T = B @ A^T (tb::launch_gemm's `swap`): the tile's BM covers N
+  /// The compiled kernel's name (a swapped configuration launches the same kernel).
   std::string name() const {
     std::string n = std::string(tb::schedule_name(schedule)) + "_" + tile.str() + "_s" + (stages == ts::stages_max ? std::string("max") : std::to_string(stages));
     if (cluster[0] * cluster[1] > 1) n += "_c" + tb::cluster_str(cluster);
@@ -89,6 +94,7 @@ struct config {
     std::string n = tb::schedule_name(schedule);
     if (cluster[0] * cluster[1] > 1) n += "/" + tb::cluster_str(cluster);
     if (decomposition != ts::decomposition::automatic) n += ":" + tb::decomposition_str(decomposition);
+    if (swap) n += ":swap";
     return n;
   }
 };
@@ -188,7 +194,7 @@ int main(int argc, char** argv) {
   try {
     tb::cli args(argc, argv,
                  {"shapes", "schedules", "tiles", "stages", "clusters", "decompositions", "layouts", "raster-group", "swizzle", "json", "iters", "repeats", "warmup-ms", "cooldown-ms",
-                  "cublas-algos", "dump-dir", "seed", "compile-threads"},
+                  "cublas-algos", "dump-dir", "seed", "compile-threads", "swap"},
                  {"no-check", "autotune", "help"});
     if (args.flag("help")) {
       std::cout << kUsage;
@@ -230,20 +236,28 @@ int main(int argc, char** argv) {
     }
     if (layouts.empty()) throw tb::usage_error("empty --layouts list");
 
+    std::vector<bool> swaps;
+    for (const auto& w : tb::cli::split(args.str("swap", "no"))) {
+      if (w != "no" && w != "yes") throw tb::usage_error("--swap: expected a list of no and yes, got '" + w + "'");
+      swaps.push_back(w == "yes");
+    }
+    if (swaps.empty()) throw tb::usage_error("empty --swap list");
+
     std::vector<config> configs;
     for (auto s : schedules)
       for (const auto& t : tiles)
         for (int st : stage_list)
           for (const auto& cl : clusters)
-            for (auto d : decompositions) {
-              // Clusters are for the persistent schedules; 1x1 runs everywhere. Stream-K and
-              // data-parallel are choices of cooperative / pingpong 1x1 only (auto runs everywhere).
-              if (cl[0] * cl[1] > 1 && s != ts::schedule::cooperative && s != ts::schedule::pingpong) continue;
-              if (d != ts::decomposition::automatic && ((s != ts::schedule::cooperative && s != ts::schedule::pingpong) || cl[0] * cl[1] > 1)) continue;
-              // Without --stages, `auto` runs with what a user gets by default (stages 0: tessel's
-              // choice, which the automatic rule may deepen for memory-bound launches).
-              configs.push_back({s, t, s == ts::schedule::automatic && !args.has("stages") ? 0 : st, cl, d});
-            }
+            for (auto d : decompositions)
+              for (bool sw : swaps) {
+                // Clusters are for the persistent schedules; 1x1 runs everywhere. Stream-K and
+                // data-parallel are choices of cooperative / pingpong 1x1 only (auto runs everywhere).
+                if (cl[0] * cl[1] > 1 && s != ts::schedule::cooperative && s != ts::schedule::pingpong) continue;
+                if (d != ts::decomposition::automatic && ((s != ts::schedule::cooperative && s != ts::schedule::pingpong) || cl[0] * cl[1] > 1)) continue;
+                // Without --stages, `auto` runs with what a user gets by default (stages 0: tessel's
+                // choice, which the automatic rule may deepen for memory-bound launches).
+                configs.push_back({s, t, s == ts::schedule::automatic && !args.has("stages") ? 0 : st, cl, d, sw});
+              }
 
     // Compile every configuration once (no GPU needed); reused for every shape.
     std::map<std::string, compiled> kernels;
@@ -340,10 +354,10 @@ int main(int argc, char** argv) {
         } else {
           r.cublas_algo = cublas->algo_description();
           tb::launch_fn launch = [&](int i, cudaStream_t s) {
-            tb::launch_gemm(*k.kernel, c.tile, s, p->A(i), p->B(i), p->C(i), sh.m, sh.n, sh.k, layout);
+            tb::launch_gemm(*k.kernel, c.tile, s, p->A(i), p->B(i), p->C(i), sh.m, sh.n, sh.k, layout, 0, c.swap);
           };
           tb::output_launch_fn check_launch = [&](void* C, std::int64_t ldc, cudaStream_t s) {
-            tb::launch_gemm(*k.kernel, c.tile, s, p->A(0), p->B(0), C, sh.m, sh.n, sh.k, layout, ldc);
+            tb::launch_gemm(*k.kernel, c.tile, s, p->A(0), p->B(0), C, sh.m, sh.n, sh.k, layout, ldc, c.swap);
           };
           try {
             r.rep = tb::compare_with_cublas(launch, check_launch, *p, *cublas, lt, cmp, stream, &nvml);
@@ -377,7 +391,7 @@ int main(int argc, char** argv) {
         std::vector<ts::tune_candidate> candidates;
         std::vector<config> candidate_configs;
         for (const auto& c : configs)
-          if (kernels[c.name()].kernel) {
+          if (!c.swap && kernels[c.name()].kernel) {  // the tuner launches C = A @ B^T only
             candidates.push_back(tb::gemm_candidate(tb::gemm_variant::plain, c.tile, options_of(c)).named(c.name()));
             candidate_configs.push_back(c);
           }
@@ -469,7 +483,8 @@ int main(int argc, char** argv) {
         js << " {\"m\":" << r.shape.m << ",\"n\":" << r.shape.n << ",\"k\":" << r.shape.k << ",\"schedule\":\""
            << tb::schedule_name(r.cfg.schedule) << "\",\"tile\":\"" << r.cfg.tile.str() << "\",\"stages\":" << r.cfg.stages
            << ",\"cluster\":\"" << tb::cluster_str(r.cfg.cluster) << "\",\"decomposition\":\""
-           << tb::decomposition_str(r.cfg.decomposition) << "\",\"label\":\"" << json_escape(r.autotuned ? "autotune " + r.cfg.label() : r.cfg.label())
+           << tb::decomposition_str(r.cfg.decomposition) << "\",\"swap\":" << (r.cfg.swap ? "true" : "false")
+           << ",\"label\":\"" << json_escape(r.autotuned ? "autotune " + r.cfg.label() : r.cfg.label())
            << "\",\"layout\":\"" << r.layout.str() << "\""
            << (r.autotuned ? ",\"autotune\":\"" + json_escape(r.autotune_note) + "\"" : std::string())
            << ",\"status\":\"" << json_escape(r.status) << "\",\"error\":\"" << json_escape(r.error) << "\"";

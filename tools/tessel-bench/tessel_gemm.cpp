@@ -56,6 +56,8 @@ std::string tile_shape::str() const {
 const std::vector<tile_shape>& supported_tiles() {
   static const std::vector<tile_shape> tiles = {{128, 256, 64}, {128, 192, 64}, {128, 128, 64}, {256, 192, 64}, {256, 128, 64}, {192, 128, 64},
                                                 {128, 64, 64}, {64, 256, 64}, {64, 128, 64}, {64, 64, 64},
+                                                // narrow tiles: the few rows of M as wgmma's N with --swap
+                                                {64, 32, 64}, {64, 16, 64}, {64, 8, 64},
                                                 // BK 32: multistage only
                                                 {128, 128, 32}, {128, 256, 32}, {256, 128, 32}};
   return tiles;
@@ -170,6 +172,9 @@ auto with_tile(const tile_shape& t, Make make) {
   if (t == tile_shape{64, 256, 64}) return make.template operator()<64, 256, 64>();
   if (t == tile_shape{64, 128, 64}) return make.template operator()<64, 128, 64>();
   if (t == tile_shape{64, 64, 64}) return make.template operator()<64, 64, 64>();
+  if (t == tile_shape{64, 32, 64}) return make.template operator()<64, 32, 64>();
+  if (t == tile_shape{64, 16, 64}) return make.template operator()<64, 16, 64>();
+  if (t == tile_shape{64, 8, 64}) return make.template operator()<64, 8, 64>();
   if (t == tile_shape{128, 128, 32}) return make.template operator()<128, 128, 32>();
   if (t == tile_shape{128, 256, 32}) return make.template operator()<128, 256, 32>();
   if (t == tile_shape{256, 128, 32}) return make.template operator()<256, 128, 32>();
@@ -190,8 +195,13 @@ ts::grid gemm_grid(const tile_shape& t, std::int64_t M, std::int64_t N) {
 }
 
 void launch_gemm(ts::kernel& k, const tile_shape& t, void* stream, const void* A, const void* B, void* C,
-                 std::int64_t M, std::int64_t N, std::int64_t K, gemm_layout layout, std::int64_t ldc) {
+                 std::int64_t M, std::int64_t N, std::int64_t K, gemm_layout layout, std::int64_t ldc, bool swap) {
   const auto sa = layout.a_strides(M, K), sb = layout.b_strides(N, K);
+  if (swap) {  // C^T (N x M, column-major: element (n, m) at m * ldc + n) = B @ A^T
+    k.launch(stream, gemm_grid(t, N, M), ts::view<ts::bf16>(B, {N, K}, {sb[0], sb[1]}),
+             ts::view<ts::bf16>(A, {M, K}, {sa[0], sa[1]}), ts::view<ts::bf16>(C, {N, M}, {1, ldc ? ldc : N}));
+    return;
+  }
   k.launch(stream, gemm_grid(t, M, N), ts::view<ts::bf16>(A, {M, K}, {sa[0], sa[1]}),
            ts::view<ts::bf16>(B, {N, K}, {sb[0], sb[1]}), ts::view<ts::bf16>(C, {M, N}, {ldc ? ldc : N, 1}));
 }

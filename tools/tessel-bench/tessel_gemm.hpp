@@ -76,8 +76,13 @@ tessel::grid gemm_grid(const tile_shape& t, std::int64_t M, std::int64_t N);
 
 /// Launches a plain GEMM kernel: C (M x N, row-major, rows `ldc` elements apart; 0: N) = A (M x K)
 /// @ B (N x K)^T, A and B viewed with `layout`'s strides (default: both K-contiguous, row-major).
+/// `swap`: the same C computed as C^T = B @ A^T, the kernel's first operand being B and its output
+/// the N x M column-major view of C (swap-AB: with few rows of A, the tile's BN covers M, the
+/// narrow side, and its BM covers N; docs/small-m.md). The grid is then one instance per
+/// t.bm x t.bn tile of C^T.
 void launch_gemm(tessel::kernel& k, const tile_shape& t, void* stream, const void* A, const void* B, void* C,
-                 std::int64_t M, std::int64_t N, std::int64_t K, gemm_layout layout = {}, std::int64_t ldc = 0);
+                 std::int64_t M, std::int64_t N, std::int64_t K, gemm_layout layout = {}, std::int64_t ldc = 0,
+                 bool swap = false);
 /// The same launch through a tuner over plain GEMM candidates (gemm_candidate): the winner of
 /// the shape's bucket, tuning on its first launch.
 void launch_gemm(const tessel::autotuner& tuner, void* stream, const void* A, const void* B, void* C, std::int64_t M,

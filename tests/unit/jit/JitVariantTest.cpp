@@ -24,6 +24,7 @@
 
 namespace ts = tessel;
 namespace fs = std::filesystem;
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -156,6 +157,62 @@ TEST_F(JitVariants, ColumnMajorOutputNeedsNoFallback) {
   EXPECT_THAT(err, Not(HasSubstr("tessel: note")));
   EXPECT_THAT(tessel_test::file_text(dir / "variant-cooperative-L__0" / "01-tessel.mlir"), HasSubstr("tessel.contiguous_dim = 0 : i64"));
   EXPECT_FALSE(fs::exists(dir / "variant-multistage"));
+}
+
+// Swap-AB as a user writes it for a few rows of A (docs/small-m.md; tessel-bench --swap yes):
+// C (M x N) computed as C^T = B A^T with a 64 x BN tile, the BN <= 32 rows of A being wgmma's N,
+// into C's column-major N x M view. For every TMA-fed schedule and BN = 8, 16, 32, the launch
+// compiles the column-major-output variant with the deepest ring, no fallback; it stores from
+// registers with C's strides (tests/gpu/gemm_test.cpp, SwapAbGemm, runs them).
+class SwappedOperands : public JitVariants {
+protected:
+  template <int BN>
+  void check(ts::schedule s) {
+    constexpr std::int64_t m = 16, n = 1024;
+    const fs::path sub = dir / (std::string(tessel_bench_schedule(s)) + "_" + std::to_string(BN));
+    ts::kernel k = ts::jit(examples::gemm<64, BN, 64>{}, {.schedule = s, .stages = ts::stages_max, .dump_dir = sub.string()});
+    ::testing::internal::CaptureStderr();
+    std::string what;
+    try {
+      k.launch(nullptr, ts::grid{unsigned(n / 64), 1}, ts::view<ts::bf16>(fake(0x7f0000200000), {n, K}),
+               ts::view<ts::bf16>(fake(0x7f0000100000), {m, K}),
+               ts::view<ts::bf16>(fake(0x7f0000300000), {n, m}, {1, n}));
+    } catch (const ts::error& e) {
+      what = e.what();
+    }
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    SCOPED_TRACE(sub.filename().string());
+    EXPECT_NE(what, "") << "the launch with fake addresses did not throw";
+    EXPECT_THAT(err, Not(HasSubstr("tessel: note")));
+    const std::string tag = std::string(tessel_bench_schedule(s)) + "-L__0";
+    const fs::path variant = sub / ("variant-" + tag);
+    EXPECT_THAT(tessel_test::file_text(variant / "01-tessel.mlir"), HasSubstr("tessel.contiguous_dim = 0 : i64"));
+    const std::string epilogue = tessel_test::file_text(variant / "07-lower-epilogue.mlir");
+    EXPECT_THAT(epilogue, HasSubstr("shape [64, " + std::to_string(BN) + ", 16]"));
+    // Stores from registers with C's strides (tma's pairs of registers, the others' registers), not
+    // TMA stores.
+    EXPECT_THAT(epilogue, ContainsRegex("\\{hopper.store = \"register(s|_pairs)\"\\} : tensor<64x" + std::to_string(BN) +
+                                        "xbf16>"));
+    EXPECT_TRUE(fs::exists(variant / "14-kernel.ptx"));
+  }
+  static const char* tessel_bench_schedule(ts::schedule s) {
+    switch (s) {
+    case ts::schedule::tma: return "tma";
+    case ts::schedule::warp_specialized: return "warp_specialized";
+    case ts::schedule::cooperative: return "cooperative";
+    case ts::schedule::pingpong: return "pingpong";
+    default: return "?";
+    }
+  }
+};
+
+TEST_F(SwappedOperands, WriteTheColumnMajorViewOfCInEveryTmaSchedule) {
+  for (ts::schedule s : {ts::schedule::tma, ts::schedule::warp_specialized, ts::schedule::cooperative,
+                         ts::schedule::pingpong}) {
+    check<8>(s);
+    check<16>(s);
+    check<32>(s);
+  }
 }
 
 TEST_F(JitVariants, ErrorPolicyRefusesWithTheArgumentAndTheRule) {
