@@ -29,6 +29,7 @@
 #include "gpu_test_util.hpp"
 #include "kernel_cache.hpp"
 #include "tessel_gemm.hpp"
+#include "transposed_kernels.hpp"
 
 namespace ts = tessel;
 namespace tb = tessel_bench;
@@ -95,6 +96,27 @@ tb::guarded_layout misaligned_c(const tb::gemm_problem& p) {
   return tb::guarded_matrix(p.M, p.N, tb::misaligned_ld(p.N), 2, /*aligned=*/false);
 }
 
+/// C of set 0 (p.C(0), dense M x N) against cuBLASLt's f32 reference (relative Frobenius norm,
+/// nothing left NaN) and sampled elements against the CPU in double: corners and edges of bm x bn
+/// tiles plus random positions.
+void expect_set0_matches(tb::gemm_problem& p, const float* ref, int bm, int bn) {
+  tb::compare_stats st = p.check_set0(cublas(), nullptr);
+  EXPECT_EQ(st.nonfinite, 0u) << "elements left NaN (never written?) or Inf: " << st.str();
+  EXPECT_LT(st.rel_err, 1e-2) << st.str();
+  EXPECT_GT(st.ref_norm, 0.0);
+  int bad = 0;
+  for (const auto& s : tessel_gpu_test::cpu_samples(p, ref, bm, bn)) {
+    double tol = tessel_gpu_test::sample_tol(s.want, p.K);
+    if (!(std::abs(s.got - s.want) <= tol) && bad++ < 8)
+      ADD_FAILURE() << "C[" << s.m << "][" << s.n << "] = " << s.got << ", CPU reference " << s.want
+                    << " (cuBLASLt f32 " << s.ref_f32 << ", tol " << tol << ")";
+    // The reference itself must agree with the CPU (guards the cuBLASLt layout convention).
+    EXPECT_NEAR(s.ref_f32, s.want, 1e-3 * std::abs(s.want) + 1e-4 * std::sqrt(double(p.K)))
+        << "cuBLASLt reference disagrees with the CPU at [" << s.m << "][" << s.n << "]";
+  }
+  EXPECT_EQ(bad, 0) << bad << " sampled elements differ from the CPU reference";
+}
+
 std::uint64_t case_seed(const tb::gemm_shape& s, const tb::tile_shape& t, int stages) {
   return std::uint64_t(s.m * 1000003 + s.n * 7919 + s.k * 31 + t.bn + stages);
 }
@@ -113,26 +135,9 @@ void check_gemm(tb::gemm_variant v, const tb::tile_shape& tile, int stages, cons
   const std::size_t n = std::size_t(p.M) * std::size_t(p.N);
   const launch_into run = [&](void* C, std::int64_t ldc) { launch(*ck.kernel, v, tile, p, C, ldc, stream, swap); };
 
-  // Run 1.
+  // Run 1. (A swapped launch's tile covers tile.bn rows of C and tile.bm columns.)
   ASSERT_NO_FATAL_FAILURE(run_guarded(run, padded_c(p), p, "run 1 (C in padded rows)"));
-  tb::compare_stats st = p.check_set0(cublas(), stream);
-  EXPECT_EQ(st.nonfinite, 0u) << "elements left NaN (never written?) or Inf: " << st.str();
-  EXPECT_LT(st.rel_err, 1e-2) << st.str();
-  EXPECT_GT(st.ref_norm, 0.0);
-
-  // Sampled elements against the CPU (double): tile corners and edges plus random positions.
-  int bad = 0;
-  // A swapped launch's tile covers tile.bn rows of C and tile.bm columns.
-  for (const auto& s : tessel_gpu_test::cpu_samples(p, ref, swap ? tile.bn : tile.bm, swap ? tile.bm : tile.bn)) {
-    double tol = tessel_gpu_test::sample_tol(s.want, p.K);
-    if (!(std::abs(s.got - s.want) <= tol) && bad++ < 8)
-      ADD_FAILURE() << "C[" << s.m << "][" << s.n << "] = " << s.got << ", CPU reference " << s.want
-                    << " (cuBLASLt f32 " << s.ref_f32 << ", tol " << tol << ")";
-    // The reference itself must agree with the CPU (guards the cuBLASLt layout convention).
-    EXPECT_NEAR(s.ref_f32, s.want, 1e-3 * std::abs(s.want) + 1e-4 * std::sqrt(double(p.K)))
-        << "cuBLASLt reference disagrees with the CPU at [" << s.m << "][" << s.n << "]";
-  }
-  EXPECT_EQ(bad, 0) << bad << " sampled elements differ from the CPU reference";
+  expect_set0_matches(p, ref, swap ? tile.bn : tile.bm, swap ? tile.bm : tile.bn);
 
   // Run 2: bitwise identical.
   tb::device_buffer first(n * 2);
@@ -322,10 +327,10 @@ const std::vector<tb::gemm_shape> kStreamKLargeShapes = {
 // (tb::launch_gemm's `swap`, tessel-bench --swap yes), the 64-row tile over N, its 8..32 columns
 // over M (wgmma N = 8..32), into C's column-major N x M view (the launch compiles that layout
 // variant; its stores go through registers with C's strides, so runs 1 and 3 cover aligned and
-// misaligned rows of C). The deepest ring and 4 stages; M past the tile and not a multiple of 8.
-class SwapAbGemm : public ::testing::TestWithParam<ws_param> {};
+// misaligned rows of C). The deepest ring; M past the tile and not a multiple of 8.
+class SwapAbByHand : public ::testing::TestWithParam<ws_param> {};
 
-TEST_P(SwapAbGemm, MatchesReference) {
+TEST_P(SwapAbByHand, MatchesReference) {
   TESSEL_REQUIRE_GPU();
   const auto& [schedule, tile, stages, shape] = GetParam();
   check_gemm(tb::gemm_variant::plain, tile, stages, shape, schedule, {1, 1}, ts::decomposition::automatic,
@@ -333,15 +338,91 @@ TEST_P(SwapAbGemm, MatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Shapes, SwapAbGemm,
+    Shapes, SwapAbByHand,
     ::testing::Combine(::testing::Values(ts::schedule::tma, ts::schedule::warp_specialized, ts::schedule::cooperative,
                                          ts::schedule::pingpong, ts::schedule::automatic),
                        ::testing::Values(tb::tile_shape{64, 8, 64}, tb::tile_shape{64, 16, 64},
                                          tb::tile_shape{64, 32, 64}),
-                       ::testing::Values(ts::stages_max, 4),
+                       ::testing::Values(ts::stages_max),
                        ::testing::Values(tb::gemm_shape{1, 1000, 520}, tb::gemm_shape{16, 2112, 1024},
                                          tb::gemm_shape{37, 300, 72})),
     ws_param_name);
+
+// Tiles of fewer than 64 rows (tessel-swap-operands, docs/small-m.md): the compiler computes
+// the BN x BM transpose of the user's BM x BN tile (wgmma m64nBMk16, the 64-row blocks over N)
+// and the epilogue writes each fragment element across the diagonal, with bounds-checked stores
+// from registers; the program, its grid and its views are the user's. M past one tile and not a
+// multiple of 8, N and K not multiples of the tile.
+class SwappedTileGemm : public ::testing::TestWithParam<ws_param> {};
+
+TEST_P(SwappedTileGemm, MatchesReference) {
+  TESSEL_REQUIRE_GPU();
+  const auto& [schedule, tile, stages, shape] = GetParam();
+  check_gemm(tb::gemm_variant::plain, tile, stages, shape, schedule);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, SwappedTileGemm,
+    ::testing::Combine(::testing::Values(ts::schedule::tma, ts::schedule::warp_specialized, ts::schedule::cooperative,
+                                         ts::schedule::pingpong, ts::schedule::automatic),
+                       ::testing::Values(tb::tile_shape{8, 64, 64}, tb::tile_shape{16, 64, 64},
+                                         tb::tile_shape{32, 64, 64}, tb::tile_shape{16, 128, 64},
+                                         tb::tile_shape{32, 128, 64}),
+                       ::testing::Values(ts::stages_max),
+                       ::testing::Values(tb::gemm_shape{1, 1000, 520}, tb::gemm_shape{16, 2112, 1024},
+                                         tb::gemm_shape{37, 300, 72})),
+    ws_param_name);
+
+// The accumulator stored transposed (acc.T(): C^T = (A B^T)^T, an N x M output written tile by
+// tile at [n, m]). Each thread writes its fragment element (r, c) at (c, r) of the stored tile,
+// from registers in every schedule (tessel-lower-epilogue); before the fix the fragments were
+// written where they sat, the tile untransposed. The output is checked inside its guards, then
+// transposed on the host and compared with the references like any C.
+using tessel_test::gemm_store_transposed;
+
+using transposed_param = std::tuple<ts::schedule, tb::gemm_shape>;
+
+class TransposedStoreGemm : public ::testing::TestWithParam<transposed_param> {};
+
+TEST_P(TransposedStoreGemm, MatchesReference) {
+  TESSEL_REQUIRE_GPU();
+  const auto& [schedule, shape] = GetParam();
+  cached_kernel& ck = tessel_gpu_test::cached("gemm_store_transposed/" + std::string(tb::schedule_name(schedule)), [&] {
+    return ts::jit(gemm_store_transposed<128, 128>{}, {.schedule = schedule});
+  });
+  ASSERT_TRUE(ck.kernel) << "tessel could not build the kernel: " << ck.error;
+  tb::gemm_problem p(shape.m, shape.n, shape.k, false, device(), case_seed(shape, {128, 128, 64}, 0), 1, 0, nullptr);
+  const float* ref = p.reference(cublas(), nullptr);
+  const tb::guarded_layout l = tb::guarded_matrix(p.N, p.M, tb::padded_ld(p.M));
+  tb::guarded_output out(l);
+  out.reset();
+  ASSERT_NO_THROW(ck.kernel->launch(nullptr, ts::grid{unsigned(ts::cdiv(p.M, 128)), unsigned(ts::cdiv(p.N, 128))},
+                                    ts::view<ts::bf16>(p.A(0), {p.M, p.K}), ts::view<ts::bf16>(p.B(0), {p.N, p.K}),
+                                    ts::view<ts::bf16>(out.data(), {p.N, p.M}, {l.row_stride, 1})));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
+  tb::guard_report g = out.check();
+  EXPECT_TRUE(g.ok()) << g.str();
+  // C^T (N x M) back to C (M x N) in p.C(0).
+  const std::size_t n = std::size_t(p.M) * std::size_t(p.N);
+  tb::device_buffer dense(n * 2);
+  out.copy_to_dense(dense.get());
+  std::vector<std::uint16_t> ct(n), c(n);
+  ASSERT_EQ(cudaMemcpy(ct.data(), dense.get(), n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (std::int64_t i = 0; i < p.N; ++i)
+    for (std::int64_t j = 0; j < p.M; ++j) c[std::size_t(j * p.N + i)] = ct[std::size_t(i * p.M + j)];
+  ASSERT_EQ(cudaMemcpy(p.C(0), c.data(), n * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  expect_set0_matches(p, ref, 128, 128);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, TransposedStoreGemm,
+    ::testing::Combine(::testing::Values(ts::schedule::tma, ts::schedule::warp_specialized, ts::schedule::cooperative,
+                                         ts::schedule::pingpong, ts::schedule::multistage),
+                       ::testing::Values(tb::gemm_shape{200, 300, 72}, tb::gemm_shape{129, 257, 136},
+                                         tb::gemm_shape{1000, 1000, 1000})),
+    [](const ::testing::TestParamInfo<transposed_param>& info) {
+      return std::string(tb::schedule_name(std::get<0>(info.param))) + "_" + std::get<1>(info.param).str();
+    });
 
 class StreamKGemm : public ::testing::TestWithParam<sk_param> {};
 

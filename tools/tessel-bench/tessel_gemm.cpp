@@ -58,6 +58,9 @@ const std::vector<tile_shape>& supported_tiles() {
                                                 {128, 64, 64}, {64, 256, 64}, {64, 128, 64}, {64, 64, 64},
                                                 // narrow tiles: the few rows of M as wgmma's N with --swap
                                                 {64, 32, 64}, {64, 16, 64}, {64, 8, 64},
+                                                // tiles of fewer than 64 rows: tessel-swap-operands computes
+                                                // their transpose (docs/small-m.md)
+                                                {16, 64, 64}, {32, 64, 64}, {8, 64, 64}, {16, 128, 64}, {32, 128, 64},
                                                 // BK 32: multistage only
                                                 {128, 128, 32}, {128, 256, 32}, {256, 128, 32}};
   return tiles;
@@ -175,6 +178,11 @@ auto with_tile(const tile_shape& t, Make make) {
   if (t == tile_shape{64, 32, 64}) return make.template operator()<64, 32, 64>();
   if (t == tile_shape{64, 16, 64}) return make.template operator()<64, 16, 64>();
   if (t == tile_shape{64, 8, 64}) return make.template operator()<64, 8, 64>();
+  if (t == tile_shape{16, 64, 64}) return make.template operator()<16, 64, 64>();
+  if (t == tile_shape{32, 64, 64}) return make.template operator()<32, 64, 64>();
+  if (t == tile_shape{8, 64, 64}) return make.template operator()<8, 64, 64>();
+  if (t == tile_shape{16, 128, 64}) return make.template operator()<16, 128, 64>();
+  if (t == tile_shape{32, 128, 64}) return make.template operator()<32, 128, 64>();
   if (t == tile_shape{128, 128, 32}) return make.template operator()<128, 128, 32>();
   if (t == tile_shape{128, 256, 32}) return make.template operator()<128, 256, 32>();
   if (t == tile_shape{256, 128, 32}) return make.template operator()<256, 128, 32>();

@@ -268,6 +268,13 @@ std::optional<tessel::runtime::AutoGemmInfo> autoGemmInfo(mlir::ModuleOp module,
     g.nAxis = gridAxisOf(dot.getB(), g.bn);
     if (g.mAxis == g.nAxis)
       g.mAxis = g.nAxis = -1;
+    // A tile of fewer than 64 rows is computed as its transpose
+    // (tessel-swap-operands): the rules see the tile the kernel computes.
+    if (!g.scaled && mlir::tessel::swapsTile(g.bm, g.bn)) {
+      std::swap(g.bm, g.bn);
+      std::swap(g.mAxis, g.nAxis);
+      g.swapped = true;
+    }
     if (auto loop = dot->getParentOfType<mlir::scf::ForOp>())
       if (auto dim = loop.getUpperBound().getDefiningOp<mlir::tessel::DimOp>())
         if (auto arg = mlir::dyn_cast<mlir::BlockArgument>(dim->getOperand(0))) {

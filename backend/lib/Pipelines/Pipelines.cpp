@@ -37,6 +37,10 @@ void ::tessel::registerAllDialects(DialectRegistry &registry) {
 void ::tessel::buildSchedulePipeline(OpPassManager &pm, const PipelineOptions &o) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  mlir::tessel::TesselSwapOperandsOptions swap;
+  swap.scheduleName = o.schedule;
+  swap.cluster = o.cluster;
+  pm.addPass(mlir::tessel::createTesselSwapOperands(swap));
   mlir::tessel::TesselSelectScheduleOptions so;
   so.scheduleName = o.schedule;
   so.stages = o.stages;

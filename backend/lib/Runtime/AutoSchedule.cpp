@@ -145,18 +145,22 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
   //     the plan / whole tiles): 256x14336x4096 (112 tiles along N) 442.9 / 456.3 plan, 555.7 /
   //     624.3 whole tiles; 256x4096x4096 (32) 371.7 / 381.0 plan, 337.8 / 357.6 whole tiles;
   //     256x4096x14336 (32) 530.6 / 516.8 plan (the deeper ring 2.6% slower), 399.5 / 413.6.
+  //     A tile the kernel computes transposed (AutoGemmInfo::swapped, a program tile of fewer
+  //     than 64 rows): the weights' tiles are its M tiles; the same counts decide (not measured).
   if (g.dots <= 1 && g.bm <= 128 && g.bn <= 128 && pingpong && !clustered && tilesM > 0 && tilesN > 0 && k >= 0) {
     const double m = double(tilesM) * g.bm, n = double(tilesN) * g.bn, intensity = m * n / (m + n);
     if (intensity <= 256 && std::max(m, n) >= 2048) {
+      const std::int64_t tilesWide = g.swapped ? tilesM : tilesN;  // along the weights' rows
       c.schedule = tessel::schedule::pingpong;
-      c.decomposition = decomposition(tilesN >= 64 ? tessel::decomposition::data_parallel
-                                                   : tessel::decomposition::automatic);
+      c.decomposition = decomposition(tilesWide >= 64 ? tessel::decomposition::data_parallel
+                                                      : tessel::decomposition::automatic);
       c.stages = u.stages == 0 ? tessel::stages_max : 0;
       explain(6, [&] {
         return "R6: low arithmetic intensity (about " + std::to_string(int(intensity)) + " flops per byte of A and B on " +
                std::to_string(tilesM) + " x " + std::to_string(tilesN) + " tiles of " + std::to_string(g.bm) + "x" +
                std::to_string(g.bn) + "): pingpong, " + (c.stages ? "the deepest ring that fits, " : "") +
-               (tilesN >= 64 ? "whole tiles (>= 64 tiles along N)" : "the stream-K plan (< 64 tiles along N)") +
+               (tilesWide >= 64 ? "whole tiles (>= 64 tiles along N)" : "the stream-K plan (< 64 tiles along N)") +
+               (g.swapped ? " (N: the program's, the transposed tile's M)" : "") +
                " (runs 77-85)";
       });
       return c;

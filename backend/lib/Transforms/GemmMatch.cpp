@@ -230,3 +230,35 @@ Operation *mlir::tessel::tileIndexOf(Value offset, int64_t extent) {
   }
   return nullptr;
 }
+
+AccumulatorView mlir::tessel::accumulatorView(Value v, ValueRange accs) {
+  // Which parities of tessel.trans lie on the paths from `v` to an
+  // accumulator: bit 0 even, bit 1 odd.
+  llvm::DenseMap<Value, unsigned> memo[2]; // by the parity so far
+  std::function<unsigned(Value, bool)> walk = [&](Value x, bool odd) -> unsigned {
+    if (llvm::is_contained(accs, x))
+      return odd ? 2u : 1u;
+    Operation *op = x.getDefiningOp();
+    if (!op || isa<LoadOp>(op))
+      return 0;
+    if (auto it = memo[odd].find(x); it != memo[odd].end())
+      return it->second;
+    bool flips = isa<TransOp>(op);
+    unsigned found = 0;
+    for (Value o : op->getOperands())
+      if (isa<ShapedType>(o.getType()))
+        found |= walk(o, odd != flips);
+    memo[odd][x] = found;
+    return found;
+  };
+  switch (walk(v, false)) {
+  case 0:
+    return AccumulatorView::none;
+  case 1:
+    return AccumulatorView::direct;
+  case 2:
+    return AccumulatorView::transposed;
+  default:
+    return AccumulatorView::mixed;
+  }
+}

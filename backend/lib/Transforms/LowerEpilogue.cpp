@@ -44,6 +44,13 @@
 //      element by element in its own layout from L2. When the tensor breaks
 //      TMA's rules (the `tmaok` parameter), nothing is prefetched and the
 //      epilogue reads it from memory.
+// The accumulator transposed (`acc.T()` in the stored value, AccumulatorView
+// in GemmMatch.h; every tile of a kernel whose operands tessel-swap-operands
+// swapped): each thread writes its fragment element (r, c) at (c, r) of the
+// stored tile, so the store takes path 2 ("registers"), or 4 in multistage,
+// never a staging buffer laid out as the fragments are. A value that reads the
+// accumulator both as is and transposed, and a reduction of the transposed
+// accumulator, are errors.
 // The fixup: with a stream-K tile scheduler, a tile whose k-range is split
 // across CTAs is summed through the workspace before its epilogue runs
 // (StreamK.cpp); "none" otherwise.
@@ -97,6 +104,9 @@ LogicalResult lowerEpilogue(plan::ScheduledGemm &g) {
     return failure();
   auto tile = g.sched.getTile();
   bool multistage = g.kind() == ScheduleKind::multistage;
+  SmallVector<Value, 2> accs;
+  for (unsigned i : g.match.accIndices)
+    accs.push_back(g.match.loop.getResult(i));
   for (Operation &op : g.fn.getBody().front()) {
     if (auto load = dyn_cast<LoadOp>(op)) {
       if (g.warpSpecialized() && prefetchable(load, tile))
@@ -106,7 +116,17 @@ LogicalResult lowerEpilogue(plan::ScheduledGemm &g) {
     auto store = dyn_cast<StoreOp>(op);
     if (!store)
       continue;
+    AccumulatorView view = accumulatorView(store.getValue(), accs);
+    if (view == AccumulatorView::mixed)
+      return store.emitError()
+             << "this store reads the accumulator both as is and transposed (acc.T()): each "
+                "thread holds its own fragment of the tile, not the element across the diagonal; "
+                "store the two separately";
     if (store.getCombine()) {
+      if (view == AccumulatorView::transposed)
+        return store.emitError()
+               << "a reduction of the transposed accumulator (acc.T()) is not supported: reduce "
+                  "acc along the other axis instead";
       auto reduce = store.getValue().getDefiningOp<ReduceOp>();
       auto src = cast<RankedTensorType>(reduce.getSrc().getType());
       if (src.getDimSize(0) != tile[0] || src.getDimSize(1) != tile[1])
@@ -117,10 +137,12 @@ LogicalResult lowerEpilogue(plan::ScheduledGemm &g) {
       store->setAttr(kStoreAttr, StringAttr::get(g.fn.getContext(), "reduce_atomic"));
       continue;
     }
-    StringRef path = multistage                   ? "fragments"
-                     : g.kind() == ScheduleKind::tma ? "register_pairs"
-                     : stageable(store, tile)        ? "tma_store"
-                                                     : "registers";
+    bool transposed = view == AccumulatorView::transposed;
+    StringRef path = multistage                                 ? "fragments"
+                     : transposed                               ? "registers"
+                     : g.kind() == ScheduleKind::tma            ? "register_pairs"
+                     : stageable(store, tile)                   ? "tma_store"
+                                                                : "registers";
     store->setAttr(kStoreAttr, StringAttr::get(g.fn.getContext(), path));
   }
   // The epilogue runs where the mma does: in the consumers' region, or at the

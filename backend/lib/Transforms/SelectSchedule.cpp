@@ -164,8 +164,14 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
     auto swizzleBytes = selectSwizzle(fn, m, swizzle);
     if (failed(swizzleBytes))
       return failure();
-    if (m.tileM % 64 != 0 || m.tileM > 256)
-      return m.dot.emitError() << "BM must be 64, 128, 192 or 256, got " << m.tileM;
+    if (m.tileM % 64 != 0 || m.tileM > 256) {
+      InFlightDiagnostic d = m.dot.emitError() << "BM must be 64, 128, 192 or 256, got " << m.tileM;
+      if (m.tileM < 64)
+        d << " (tessel-swap-operands computes a tile of 8-56 rows, a multiple of 8, as its "
+             "transpose when BN is a multiple of 64 up to 256, with one dot, no reduction, no "
+             "cluster and a schedule other than multistage: docs/small-m.md)";
+      return d;
+    }
     // 7. A dual GEMM's accumulators are one wgmma's: N = 2 x BN <= 256.
     int64_t accN = m.accumulatorN();
     if (m.numDots() > 1 && accN > 256)

@@ -118,6 +118,20 @@ TEST(AutoJit, DecodeLaunchesTakeTheDeepestRingOnTheirGridsAxes) {
   EXPECT_THAT(log, Not(HasSubstr("smax")));
 }
 
+// A 16-row tile is computed as its 64 x 16 transpose (tessel-swap-operands): the rules see that
+// tile, with M and N on the axes the swapped operands' offsets name, and R6 takes the decode launch.
+TEST(AutoJit, ShortTilesAreRuledAsTheTransposeTheyCompute) {
+  tessel_test::scoped_env fresh{"TESSEL_DISABLE_CACHE", "1"};
+  tessel_test::scoped_env verbose{"TESSEL_VERBOSE", "1"};
+  ts::kernel k = ts::jit(examples::gemm<16, 64, 64>{}, {.schedule = ts::schedule::automatic});
+  std::string log = launchOnGrid(k, ts::grid{1, 128}, 16, 8192, 8192);
+  EXPECT_THAT(log, HasSubstr("R6: low arithmetic intensity"));
+  EXPECT_THAT(log, HasSubstr("on 128 x 1 tiles of 64x16"));
+  EXPECT_THAT(log, HasSubstr("the deepest ring that fits, whole tiles (>= 64 tiles along N) (N: the program's, the "
+                             "transposed tile's M)"));
+  EXPECT_THAT(log, HasSubstr("compiling variant 'pingpong-dp-smax'"));
+}
+
 TEST(AutoJit, WideTileIsCooperative) {
   tessel_test::scoped_env fresh{"TESSEL_DISABLE_CACHE", "1"};
   ts::kernel k = ts::jit(examples::gemm<128, 256, 64>{}, {.schedule = ts::schedule::automatic});

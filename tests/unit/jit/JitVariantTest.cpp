@@ -21,6 +21,7 @@
 #include "file_text.hpp"
 #include "scoped_env.hpp"
 #include "02_gemm/gemm.hpp"
+#include "transposed_kernels.hpp"
 
 namespace ts = tessel;
 namespace fs = std::filesystem;
@@ -212,6 +213,35 @@ TEST_F(SwappedOperands, WriteTheColumnMajorViewOfCInEveryTmaSchedule) {
     check<8>(s);
     check<16>(s);
     check<32>(s);
+  }
+}
+
+// The same inside the compiler (tessel-swap-operands): the user's 16 x 64 tile, grid and views;
+// the kernel computes the 64 x 16 transpose and writes each fragment element across the
+// diagonal, from registers, in every TMA schedule and under `automatic`.
+TEST_F(SwappedOperands, TheCompilerComputesTilesOfFewerThan64RowsTransposed) {
+  for (ts::schedule s : {ts::schedule::tma, ts::schedule::warp_specialized, ts::schedule::cooperative,
+                         ts::schedule::pingpong, ts::schedule::automatic}) {
+    const fs::path sub = dir / ("short_" + std::to_string(int(s)));
+    ts::kernel k = ts::jit(examples::gemm<16, 64, 64>{}, {.schedule = s, .dump_dir = sub.string()});
+    SCOPED_TRACE(sub.filename().string());
+    EXPECT_THAT(tessel_test::file_text(sub / "02-select-schedule.mlir"), HasSubstr("tile = [64, 16, 64]"));
+    const std::string epilogue = tessel_test::file_text(sub / "07-lower-epilogue.mlir");
+    EXPECT_THAT(epilogue, ContainsRegex("tessel.trans %[0-9]+ : tensor<64x16xf32> -> tensor<16x64xf32>"));
+    EXPECT_THAT(epilogue, HasSubstr("{hopper.store = \"registers\"} : tensor<16x64xbf16>"));
+  }
+}
+
+// A user's acc.T() (tessel_test::gemm_store_transposed): registers in every schedule, not the
+// TMA-store staging nor tma's paired columns (tests/gpu/gemm_test.cpp, TransposedStoreGemm, runs
+// them).
+TEST_F(SwappedOperands, AStoreOfTheTransposedAccumulatorGoesThroughRegisters) {
+  for (ts::schedule s : {ts::schedule::tma, ts::schedule::cooperative, ts::schedule::pingpong}) {
+    const fs::path sub = dir / ("acc_t_" + std::to_string(int(s)));
+    ts::kernel k = ts::jit(tessel_test::gemm_store_transposed<128, 128>{}, {.schedule = s, .dump_dir = sub.string()});
+    SCOPED_TRACE(sub.filename().string());
+    EXPECT_THAT(tessel_test::file_text(sub / "07-lower-epilogue.mlir"),
+                HasSubstr("{hopper.store = \"registers\"} : tensor<128x128xbf16>"));
   }
 }
 

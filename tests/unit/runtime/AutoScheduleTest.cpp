@@ -95,6 +95,20 @@ TEST(AutoSchedule, MemoryBoundLaunchesTakeTheDeepestRing) {
   EXPECT_EQ(pick_grid(user, 8192, 1, 128), "pingpong-sk-smax");
 }
 
+// A program tile of fewer than 64 rows, computed transposed (tessel-swap-operands): the rules
+// see the 64-row tile, its M tiles along the weights' rows; R6 counts those.
+TEST(AutoSchedule, TransposedTilesCountTheWeightsTilesAlongM) {
+  AutoGemmInfo g = gemm(64, 16);
+  g.swapped = true;
+  EXPECT_EQ(pick_grid(g, 8192, 128, 1), "pingpong-dp-smax");  // 16x8192x8192 on 16x64 tiles
+  EXPECT_EQ(pick_grid(g, 7168, 33, 1), "pingpong-smax");      // 16x2112x7168: the plan
+  std::string why;
+  chooseAutomatic(g, 8192, &why, 128, 128, 1);
+  EXPECT_EQ(why, "R6: low arithmetic intensity (about 15 flops per byte of A and B on 128 x 1 tiles of 64x16): "
+                 "pingpong, the deepest ring that fits, whole tiles (>= 64 tiles along N) (N: the program's, the "
+                 "transposed tile's M) (runs 77-85)");
+}
+
 TEST(AutoSchedule, WideTilesAreCooperativeWithTheStreamKPlan) {
   // tessel-bench's default K values: 8192, 4096, 14336, 4000 (more than 32 k-iterations).
   for (std::int64_t k : {8192, 4096, 14336, 4000, -1})

@@ -29,7 +29,11 @@ namespace tessel::runtime {
 
 /// What the traced GEMM fixes (read once at ts::jit time).
 struct AutoGemmInfo {
-  int bm = 0, bn = 0, bk = 0;  ///< the program's tile
+  int bm = 0, bn = 0, bk = 0;  ///< the tile the kernel computes
+  /// The program's tile had fewer than 64 rows and the kernel computes its transpose
+  /// (tessel-swap-operands): bm x bn above is that transpose, mAxis follows B's rows and nAxis
+  /// A's, so "N" is the program's M.
+  bool swapped = false;
   /// tessel.dot ops sharing the mainloop: 2 for a dual GEMM, whose accumulators are 2 x BN
   /// columns wide (a pingpong consumer must hold both).
   int dots = 1;

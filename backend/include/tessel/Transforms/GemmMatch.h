@@ -99,6 +99,28 @@ struct GemmMatch {
   SmallVector<int64_t, 3> ringTile() const { return {tileM, accumulatorN(), tileK}; }
 };
 
+/// How an epilogue value reads the accumulator tiles (the mainloop's results):
+/// each thread holds its own fragment of the tile, so an element of the value
+/// at tile coordinates (i, j) is computed from the accumulator's element
+/// (i, j) (`direct`) or, through one tessel.trans (`acc.T()`), (j, i)
+/// (`transposed`): the store then writes the thread's fragment element (r, c)
+/// at (c, r) of the stored tile. A value that needs both (`acc + acc.T()`)
+/// would need other threads' elements: `mixed`, an error. `none`: it does not
+/// read the accumulator.
+enum class AccumulatorView { none, direct, transposed, mixed };
+
+/// The view of `accs` (the accumulator values) that `v` takes, through
+/// elementwise ops, casts, broadcasts and transposes.
+AccumulatorView accumulatorView(Value v, ValueRange accs);
+
+/// tessel-swap-operands' tile rule S1 (SwapOperands.cpp): a BM x BN tile with
+/// 8 <= BM < 64, BM a multiple of 8, and BN a multiple of 64 up to 256, is
+/// computed as its BN x BM transpose (C^T = B A^T: the few rows of A become
+/// wgmma's N).
+inline bool swapsTile(int64_t bm, int64_t bn) {
+  return bm >= 8 && bm < 64 && bm % 8 == 0 && bn >= 64 && bn <= 256 && bn % 64 == 0;
+}
+
 /// Returns the GEMM structure of `kernel`, std::nullopt if it has no tessel.dot,
 /// or failure (with a diagnostic) if it has one that the backend cannot build.
 FailureOr<std::optional<GemmMatch>> matchGemm(func::FuncOp kernel);

@@ -5,6 +5,38 @@
 
 include "mlir/Pass/PassBase.td"
 
+def TesselSwapOperands : Pass<"tessel-swap-operands", "mlir::ModuleOp"> {
+  let summary = "Compute a tile of fewer than 64 rows as its transpose (swap-AB: C^T = B A^T)";
+  let description = [{
+    A GEMM tile of 8-56 rows (a decode step's few rows of A) is computed as
+    its BN x BM transpose, so that wgmma's 64 rows go to B and the few rows
+    of A become wgmma's N: the dot's operands are swapped and transposed, the
+    accumulator is carried transposed, and the epilogue reads it through a
+    `tessel.trans` (its stores write each fragment element across the
+    diagonal). One dot, a BN multiple of 64, no reduction, no cluster, not
+    multistage (SwapOperands.cpp, rules S1-S4); other kernels are unchanged.
+
+    Before:
+    ```mlir
+    %d = tessel.dot %a, %bt, %c : tensor<16x64xbf16>, tensor<64x64xbf16> -> tensor<16x64xf32>
+    ```
+    After:
+    ```mlir
+    %at = tessel.trans %a : tensor<16x64xbf16> -> tensor<64x16xbf16>
+    %d = tessel.dot %b, %at, %c : tensor<64x64xbf16>, tensor<64x16xbf16> -> tensor<64x16xf32>
+    ...
+    %acc = tessel.trans %acc' : tensor<64x16xf32> -> tensor<16x64xf32>
+    ```
+  }];
+  let options = [
+    Option<"scheduleName", "schedule", "std::string", /*default=*/"\"auto\"",
+           "the schedule tessel-select-schedule will build (multistage: no swap)">,
+    Option<"cluster", "cluster", "std::string", /*default=*/"\"1x1\"",
+           "the CTA cluster (anything but 1x1: no swap)">,
+  ];
+  let dependentDialects = ["mlir::tessel::TesselDialect", "mlir::arith::ArithDialect"];
+}
+
 def TesselSelectSchedule : Pass<"tessel-select-schedule", "mlir::ModuleOp"> {
   let summary = "Recognise the GEMM mainloop and attach a #tessel.schedule to each kernel";
   let description = [{

@@ -36,6 +36,20 @@ using namespace mlir::tessel;
 
 namespace mlir::tessel::lowering {
 
+bool KernelBuilder::storesTransposed(StoreOp store) {
+  return accumulatorView(store.getValue(), accLoopResults) == AccumulatorView::transposed;
+}
+
+LogicalResult KernelBuilder::checkStoredTile(StoreOp store, bool transposed) {
+  int64_t rows = transposed ? outBN : BM, cols = transposed ? BM : outBN;
+  auto ty = cast<RankedTensorType>(store.getValue().getType());
+  if (ty.getRank() != 2 || ty.getDimSize(0) != rows || ty.getDimSize(1) != cols)
+    return store.emitError() << "after the mainloop, stores must be " << rows << "x" << cols
+                             << " tiles (the accumulator's shape"
+                             << (transposed ? ", transposed" : "") << ")";
+  return success();
+}
+
 LogicalResult KernelBuilder::emitEpilogue(Value accFinal, Value rowBlock, Value inWg) {
   EpilogueReuse reuse(*this);
   return emitStores(
@@ -50,10 +64,12 @@ LogicalResult KernelBuilder::emitRegisterStore(StoreOp store, Value accFinal, Va
   if (storePath(store) == "reduce_atomic")
     return emitReduceStore(store, {accFinal}, wgmmaFragments(1), rowBase, colBase, lane);
   {
-    auto ty = cast<RankedTensorType>(store.getValue().getType());
-    if (ty.getRank() != 2 || ty.getDimSize(0) != BM || ty.getDimSize(1) != outBN)
-      return store.emitError() << "after the mainloop, stores must be " << BM << "x" << outBN
-                               << " tiles (the accumulator's shape)";
+    // The stored tile is the accumulator's, or its transpose (acc.T(): the
+    // thread's fragment element (row, col) goes to (col, row); path
+    // "registers", tessel-lower-epilogue).
+    bool transposed = storesTransposed(store);
+    if (failed(checkStoredTile(store, transposed)))
+      return failure();
     // Registers r and r+1 (r even) hold adjacent columns of one row: paired
     // stores in the tma schedule. (In the warp-specialized ones the paired
     // epilogue's register pressure makes ptxas serialise wgmma, C7514.)
@@ -62,7 +78,7 @@ LogicalResult KernelBuilder::emitRegisterStore(StoreOp store, Value accFinal, Va
         selectAccRegisters(accFinal, r);
         Value row = coordinate(rowBase, 8 * ((r % 4) / 2));
         Value col = coordinate(colBase, 8 * (r / 4) + r % 2);
-        if (failed(storeElement(store, {row, col})))
+        if (failed(transposed ? storeElement(store, {col, row}) : storeElement(store, {row, col})))
           return failure();
       }
       return success();
@@ -600,18 +616,27 @@ LogicalResult KernelBuilder::msEpilogue(const MultistagePlan &p, Value acc) {
             frags.push_back({0, p.accIndex(mi, ni, i), 16 * mi + 8 * (i / 2), 8 * ni + i % 2});
       return emitReduceStore(store, {acc}, frags, rowBase, colBase, p.lane);
     }
-    auto ty = cast<RankedTensorType>(store.getValue().getType());
-    if (ty.getRank() != 2 || ty.getDimSize(0) != BM || ty.getDimSize(1) != outBN)
-      return store.emitError() << "after the mainloop, stores must be " << BM << "x" << outBN
-                               << " tiles (the accumulator's shape)";
+    bool transposed = storesTransposed(store);
+    if (failed(checkStoredTile(store, transposed)))
+      return failure();
     // C fragment of tile (mi, ni): c0, c1 at (g, 2t), (g, 2t+1); c2, c3 at
-    // row g + 8. Each pair is two adjacent columns of one row: storePair.
+    // row g + 8. Each pair is two adjacent columns of one row: storePair
+    // (transposed: two adjacent rows of the stored tile, element stores).
     for (int64_t mi = 0; mi < p.mTiles(); ++mi) {
       for (int64_t ni = 0; ni < p.nTiles(); ++ni) {
         for (int64_t h = 0; h < 2; ++h) {
           Value row = b.create<arith::AddIOp>(loc, rowBase, i32(16 * mi + 8 * h));
           Value col = b.create<arith::AddIOp>(loc, colBase, i32(8 * ni));
           Value col1 = b.create<arith::AddIOp>(loc, col, i32(1));
+          if (transposed) {
+            selectAccRegisters(acc, p.accIndex(mi, ni, 2 * h));
+            if (failed(storeElement(store, {col, row})))
+              return failure();
+            selectAccRegisters(acc, p.accIndex(mi, ni, 2 * h + 1));
+            if (failed(storeElement(store, {col1, row})))
+              return failure();
+            continue;
+          }
           selectAccRegisters(acc, p.accIndex(mi, ni, 2 * h));
           auto v0 = element(store.getValue(), {row, col});
           selectAccRegisters(acc, p.accIndex(mi, ni, 2 * h + 1));

@@ -104,6 +104,12 @@ private:
   FailureOr<SmallVector<Value>> offsetScalars(ValueRange vs, Value ivRepl = {});
   /// Evaluates one element of tile `v` at `coords` (i32, one per dim).
   FailureOr<Value> element(Value v, ArrayRef<Value> coords);
+  /// Whether `store` writes the transposed accumulator (acc.T(): fragment
+  /// element (r, c) at (c, r); AccumulatorView, GemmMatch.h).
+  bool storesTransposed(StoreOp store);
+  /// A stored tile after the mainloop is the accumulator's (BM x outBN) or,
+  /// `transposed`, outBN x BM; else an error at the store.
+  LogicalResult checkStoredTile(StoreOp store, bool transposed);
   FailureOr<Value> cloneElementwise(Operation *op, ArrayRef<Value> operands);
   /// Linear element offset (i64) and in-bounds predicate of ref[offsets + coords].
   std::pair<Value, Value> address(unsigned arg, ArrayRef<Value> offsets, ArrayRef<Value> coords);

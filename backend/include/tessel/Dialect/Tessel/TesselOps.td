@@ -169,7 +169,10 @@ def Tessel_TransOp : Tessel_Op<"trans", [Pure]> {
   let summary = "transpose a 2-d tile";
   let description = [{
     A view change: the backend folds it into how the operand is loaded
-    (which major the shared-memory tile has), it moves no data by itself.
+    (which major the shared-memory tile has), it moves no data by itself. In
+    an epilogue, a transposed accumulator (`acc.T()`, or the result of
+    tessel-swap-operands) is stored by writing each thread's fragment element
+    (r, c) at (c, r) of the stored tile.
 
     ```mlir
     %bt = tessel.trans %b : tensor<256x64xbf16> -> tensor<64x256xbf16>
