@@ -380,23 +380,26 @@ INSTANTIATE_TEST_SUITE_P(
 // transposed on the host and compared with the references like any C.
 using tessel_test::gemm_store_transposed;
 
-using transposed_param = std::tuple<ts::schedule, tb::gemm_shape>;
+/// (schedule, BN: 128 for a square 128 x 128 tile, 256 for 128 x 256 stored as 256 x 128, shape).
+using transposed_param = std::tuple<ts::schedule, int, tb::gemm_shape>;
 
 class TransposedStoreGemm : public ::testing::TestWithParam<transposed_param> {};
 
 TEST_P(TransposedStoreGemm, MatchesReference) {
   TESSEL_REQUIRE_GPU();
-  const auto& [schedule, shape] = GetParam();
-  cached_kernel& ck = tessel_gpu_test::cached("gemm_store_transposed/" + std::string(tb::schedule_name(schedule)), [&] {
-    return ts::jit(gemm_store_transposed<128, 128>{}, {.schedule = schedule});
-  });
+  const auto& [schedule, bn, shape] = GetParam();
+  cached_kernel& ck = tessel_gpu_test::cached(
+      "gemm_store_transposed/" + std::string(tb::schedule_name(schedule)) + "/" + std::to_string(bn), [&] {
+        return bn == 256 ? ts::jit(gemm_store_transposed<128, 256>{}, {.schedule = schedule})
+                         : ts::jit(gemm_store_transposed<128, 128>{}, {.schedule = schedule});
+      });
   ASSERT_TRUE(ck.kernel) << "tessel could not build the kernel: " << ck.error;
   tb::gemm_problem p(shape.m, shape.n, shape.k, false, device(), case_seed(shape, {128, 128, 64}, 0), 1, 0, nullptr);
   const float* ref = p.reference(cublas(), nullptr);
   const tb::guarded_layout l = tb::guarded_matrix(p.N, p.M, tb::padded_ld(p.M));
   tb::guarded_output out(l);
   out.reset();
-  ASSERT_NO_THROW(ck.kernel->launch(nullptr, ts::grid{unsigned(ts::cdiv(p.M, 128)), unsigned(ts::cdiv(p.N, 128))},
+  ASSERT_NO_THROW(ck.kernel->launch(nullptr, ts::grid{unsigned(ts::cdiv(p.M, 128)), unsigned(ts::cdiv(p.N, bn))},
                                     ts::view<ts::bf16>(p.A(0), {p.M, p.K}), ts::view<ts::bf16>(p.B(0), {p.N, p.K}),
                                     ts::view<ts::bf16>(out.data(), {p.N, p.M}, {l.row_stride, 1})));
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
@@ -411,18 +414,47 @@ TEST_P(TransposedStoreGemm, MatchesReference) {
   for (std::int64_t i = 0; i < p.N; ++i)
     for (std::int64_t j = 0; j < p.M; ++j) c[std::size_t(j * p.N + i)] = ct[std::size_t(i * p.M + j)];
   ASSERT_EQ(cudaMemcpy(p.C(0), c.data(), n * 2, cudaMemcpyHostToDevice), cudaSuccess);
-  expect_set0_matches(p, ref, 128, 128);
+  expect_set0_matches(p, ref, 128, bn);
+}
+
+const auto kTransposedShapes = ::testing::Values(tb::gemm_shape{200, 300, 72}, tb::gemm_shape{129, 257, 136},
+                                                 tb::gemm_shape{1000, 1000, 1000});
+
+std::string transposed_name(const ::testing::TestParamInfo<transposed_param>& info) {
+  return std::string(tb::schedule_name(std::get<0>(info.param))) + "_bn" + std::to_string(std::get<1>(info.param)) +
+         "_" + std::get<2>(info.param).str();
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Shapes, TransposedStoreGemm,
+    Square, TransposedStoreGemm,
     ::testing::Combine(::testing::Values(ts::schedule::tma, ts::schedule::warp_specialized, ts::schedule::cooperative,
                                          ts::schedule::pingpong, ts::schedule::multistage),
-                       ::testing::Values(tb::gemm_shape{200, 300, 72}, tb::gemm_shape{129, 257, 136},
-                                         tb::gemm_shape{1000, 1000, 1000})),
-    [](const ::testing::TestParamInfo<transposed_param>& info) {
-      return std::string(tb::schedule_name(std::get<0>(info.param))) + "_" + std::get<1>(info.param).str();
-    });
+                       ::testing::Values(128), kTransposedShapes),
+    transposed_name);
+
+// 128 x 256 stored as 256 x 128 tiles.
+INSTANTIATE_TEST_SUITE_P(
+    Wide, TransposedStoreGemm,
+    ::testing::Combine(::testing::Values(ts::schedule::tma, ts::schedule::cooperative, ts::schedule::multistage),
+                       ::testing::Values(256), kTransposedShapes),
+    transposed_name);
+
+// The bias of examples/03 read along the transposed fragments of a swapped tile.
+class SwappedTileGemmBiasRelu : public ::testing::TestWithParam<ws_param> {};
+
+TEST_P(SwappedTileGemmBiasRelu, MatchesReference) {
+  TESSEL_REQUIRE_GPU();
+  const auto& [schedule, tile, stages, shape] = GetParam();
+  check_gemm(tb::gemm_variant::bias_relu, tile, stages, shape, schedule);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, SwappedTileGemmBiasRelu,
+    ::testing::Combine(::testing::Values(ts::schedule::tma, ts::schedule::cooperative, ts::schedule::pingpong),
+                       ::testing::Values(tb::tile_shape{16, 64, 64}, tb::tile_shape{32, 128, 64}),
+                       ::testing::Values(ts::stages_max),
+                       ::testing::Values(tb::gemm_shape{16, 2112, 1024}, tb::gemm_shape{37, 300, 72})),
+    ws_param_name);
 
 class StreamKGemm : public ::testing::TestWithParam<sk_param> {};
 

@@ -262,3 +262,16 @@ AccumulatorView mlir::tessel::accumulatorView(Value v, ValueRange accs) {
     return AccumulatorView::mixed;
   }
 }
+
+bool mlir::tessel::storesTransposedTile(Value stored, ValueRange accs, int64_t rows, int64_t cols) {
+  switch (accumulatorView(stored, accs)) {
+  case AccumulatorView::transposed:
+    return true;
+  case AccumulatorView::none: {
+    auto ty = dyn_cast<RankedTensorType>(stored.getType());
+    return ty && ty.getRank() == 2 && rows != cols && ty.getDimSize(0) == cols && ty.getDimSize(1) == rows;
+  }
+  default:
+    return false;
+  }
+}

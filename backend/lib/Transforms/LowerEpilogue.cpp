@@ -118,10 +118,7 @@ LogicalResult lowerEpilogue(plan::ScheduledGemm &g) {
       continue;
     AccumulatorView view = accumulatorView(store.getValue(), accs);
     if (view == AccumulatorView::mixed)
-      return store.emitError()
-             << "this store reads the accumulator both as is and transposed (acc.T()): each "
-                "thread holds its own fragment of the tile, not the element across the diagonal; "
-                "store the two separately";
+      return store.emitError() << kMixedAccumulatorView;
     if (store.getCombine()) {
       if (view == AccumulatorView::transposed)
         return store.emitError()
@@ -137,7 +134,7 @@ LogicalResult lowerEpilogue(plan::ScheduledGemm &g) {
       store->setAttr(kStoreAttr, StringAttr::get(g.fn.getContext(), "reduce_atomic"));
       continue;
     }
-    bool transposed = view == AccumulatorView::transposed;
+    bool transposed = storesTransposedTile(store.getValue(), accs, tile[0], tile[1]);
     StringRef path = multistage                                 ? "fragments"
                      : transposed                               ? "registers"
                      : g.kind() == ScheduleKind::tma            ? "register_pairs"

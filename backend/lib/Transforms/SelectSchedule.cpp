@@ -372,8 +372,34 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
 
   void runOnOperation() override {
     for (auto fn : getOperation().getOps<func::FuncOp>())
-      if (fn->hasAttr(TesselDialect::getKernelAttrName()) && failed(select(fn)))
+      if (fn->hasAttr(TesselDialect::getKernelAttrName()) && failed(select(fn))) {
+        noteSwappedTile(fn);
         return signalPassFailure();
+      }
+  }
+
+  /// After an error in a kernel whose tile tessel-swap-operands transposed,
+  /// a remark: the rules spoke of the tile the kernel computes.
+  static void noteSwappedTile(func::FuncOp fn) {
+    std::optional<GemmMatch> m;
+    {
+      ScopedDiagnosticHandler quiet(fn.getContext(), [](Diagnostic &) { return success(); });
+      auto match = matchGemm(fn);
+      if (succeeded(match) && *match)
+        m = **match;
+    }
+    if (!m)
+      return;
+    Value result = m->loop.getResult(m->accIndex);
+    auto back = result.hasOneUse() ? dyn_cast<TransOp>(*result.getUsers().begin()) : TransOp();
+    if (!back)
+      return;
+    auto tile = cast<RankedTensorType>(back.getType());
+    m->dot.emitRemark() << "the kernel computes the " << m->tileM << "x" << m->tileN
+                        << " transpose of the program's " << tile.getDimSize(0) << "x"
+                        << tile.getDimSize(1)
+                        << " tile (tessel-swap-operands, docs/small-m.md): the rule above is about "
+                           "that tile";
   }
 };
 

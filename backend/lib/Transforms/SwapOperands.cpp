@@ -49,10 +49,15 @@
 //   S4. Not schedule multistage (mma.sync takes 32-row tiles as they are) and
 //       no CTA cluster (multicast follows program_id axes measured for the
 //       unswapped tile).
+//   S5. Both operands K-major, loaded as A.load({m, k}) and B.load({n, k}).T()
+//       (the transposed tile's wgmma operands are then K-major too; an
+//       MN-major operand of 8-56 contiguous elements is a layout never
+//       built), and the accumulator used by the dot alone.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Transforms/GemmMatch.h"
+#include "tessel/Transforms/OperandLayout.h"
 #include "tessel/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -73,17 +78,37 @@ RankedTensorType transposedType(Type t) {
   return RankedTensorType::get({ty.getDimSize(1), ty.getDimSize(0)}, ty.getElementType());
 }
 
-/// S2-S4 (S1 is swapsTile).
-bool swappable(func::FuncOp fn, GemmMatch &m, StringRef schedule, StringRef cluster) {
+/// Whether operand `o` is loaded K-major: its tile's last dimension is the
+/// tensor's unit-stride one (no tessel.contiguous_dim, or the last).
+bool kMajor(func::FuncOp fn, const GemmOperand &o) {
+  FailureOr<int64_t> d = getContiguousDim(fn, o.argIndex);
+  return succeeded(d) && *d == o.refType().getRank() - 1;
+}
+
+} // namespace
+
+bool mlir::tessel::swapsOperands(func::FuncOp fn, GemmMatch &m, StringRef schedule,
+                                 StringRef cluster) {
+  // S1.
+  if (!swapsTile(m.tileM, m.tileN))
+    return false;
+  // S2, S4.
   if (m.numDots() != 1 || m.scaled() || schedule == "multistage" || cluster != "1x1")
     return false;
   DenseElementsAttr init;
   if (!matchPattern(m.loop.getInitArgs()[m.accIndex], m_Constant(&init)) || !init.isSplat())
     return false;
+  // S5.
+  if (m.a.transposed || !m.b.transposed || !kMajor(fn, m.a) || !kMajor(fn, m.b) ||
+      !m.loop.getRegionIterArg(m.accIndex).hasOneUse() || !m.dot.getResult().hasOneUse())
+    return false;
+  // S3.
   bool reduces = false;
   fn.walk([&](ReduceOp) { reduces = true; });
   return !reduces;
 }
+
+namespace {
 
 void swap(GemmMatch &m) {
   DotOp dot = m.dot;
@@ -139,7 +164,7 @@ struct SwapOperands : mlir::tessel::impl::TesselSwapOperandsBase<SwapOperands> {
       if (!*match)
         continue;
       GemmMatch &m = **match;
-      if (swapsTile(m.tileM, m.tileN) && swappable(fn, m, scheduleName, cluster))
+      if (swapsOperands(fn, m, scheduleName, cluster))
         swap(m);
     }
   }

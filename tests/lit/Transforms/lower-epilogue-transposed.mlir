@@ -3,6 +3,14 @@
 // RUN: tessel-opt %inputs/gemm_acc_transposed_128x128.mlir -tessel-select-schedule="schedule=multistage" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=MS
 // RUN: tessel-opt %inputs/gemm_16x64_bias.mlir -tessel-swap-operands -tessel-select-schedule="schedule=cooperative" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=SWAP
 // RUN: tessel-opt %s -split-input-file -tessel-select-schedule="schedule=cooperative" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue -verify-diagnostics
+// A hand-edited plan that stages the transposed store (or pairs its columns) is refused when
+// the kernel is built, not stored untransposed:
+// RUN: tessel-opt %inputs/gemm_acc_transposed_128x128.mlir --tessel-select-schedule="schedule=pingpong" --tessel-plan-pipeline \
+// RUN:   | sed -e 's/hopper.store = "registers"/hopper.store = "tma_store"/' \
+// RUN:   | not tessel-opt --tessel-build-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=EDITED
+// RUN: tessel-opt %inputs/gemm_acc_transposed_128x128.mlir --tessel-select-schedule="schedule=tma" --tessel-plan-pipeline \
+// RUN:   | sed -e 's/hopper.store = "registers"/hopper.store = "register_pairs"/' \
+// RUN:   | not tessel-opt --tessel-build-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=EDITED-PAIRS
 
 // A store of the transposed accumulator (acc.T()): each thread writes its
 // fragment element (r, c) at (c, r), so never through a staging buffer laid
@@ -10,6 +18,9 @@
 // WS: tessel.store {{.*}} {hopper.store = "registers"} : tensor<128x128xbf16>
 // TMA: tessel.store {{.*}} {hopper.store = "registers"} : tensor<128x128xbf16>
 // MS: tessel.store {{.*}} {hopper.store = "fragments"} : tensor<128x128xbf16>
+
+// EDITED: error: a store of the transposed accumulator takes path 'registers' (or 'fragments' in multistage), got 'tma_store'
+// EDITED-PAIRS: error: a store of the transposed accumulator takes path 'registers' (or 'fragments' in multistage), got 'register_pairs'
 
 // A swapped 16 x 64 tile (tessel-swap-operands): the same, whatever the schedule.
 // SWAP: hopper.mma_schedule "wgmma" shape [64, 16, 16]

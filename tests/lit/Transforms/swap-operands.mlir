@@ -5,6 +5,7 @@
 // RUN: tessel-opt %inputs/gemm_128x128.mlir -tessel-swap-operands | FileCheck %s --check-prefix=WIDE
 // RUN: tessel-opt %s -split-input-file -tessel-swap-operands | FileCheck %s --check-prefix=RULES
 // RUN: not tessel-opt %s -split-input-file -tessel-swap-operands -tessel-select-schedule 2>&1 | FileCheck %s --check-prefix=ERR
+// RUN: not tessel-opt %s -split-input-file -tessel-swap-operands="schedule=warp_specialized" -tessel-select-schedule="schedule=warp_specialized" 2>&1 | FileCheck %s --check-prefix=WS
 
 // The 16 x 64 tile is computed as its 64 x 16 transpose: B's tile is wgmma's
 // A, A's tile transposed its B; the epilogue reads the result transposed back.
@@ -80,5 +81,63 @@ func.func @narrow(%A: !tessel.ref<2 x bf16>, %B: !tessel.ref<2 x bf16>, %C: !tes
   }
   %r = tessel.cast %acc : tensor<16x48xf32> -> tensor<16x48xbf16>
   tessel.store %r, %C[%m, %n] : tensor<16x48xbf16>, !tessel.ref<2 x bf16>
+  return
+}
+
+// -----
+
+// A rule about the transposed tile names it: warp_specialized holds at most 192 rows, and the
+// kernel computes the 256 x 16 transpose of this 16 x 256 tile.
+// RULES-LABEL: func.func @wide_n
+// RULES: tessel.dot {{.*}} -> tensor<256x16xf32>
+// WS: error: schedule 'warp_specialized' needs BM <= 192 (one consumer warpgroup per 64 rows), got 256
+// WS: remark: the kernel computes the 256x16 transpose of the program's 16x256 tile (tessel-swap-operands, docs/small-m.md): the rule above is about that tile
+func.func @wide_n(%A: !tessel.ref<2 x bf16>, %B: !tessel.ref<2 x bf16>, %C: !tessel.ref<2 x bf16>) attributes {tessel.kernel} {
+  %c0 = arith.constant 0 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %c256 = arith.constant 256 : index
+  %p0 = tessel.program_id 0
+  %p1 = tessel.program_id 1
+  %m = arith.muli %p0, %c16 : index
+  %n = arith.muli %p1, %c256 : index
+  %K = tessel.dim %A, 1 : !tessel.ref<2 x bf16>
+  %zero = arith.constant dense<0.0> : tensor<16x256xf32>
+  %acc = scf.for %k = %c0 to %K step %c64 iter_args(%c = %zero) -> (tensor<16x256xf32>) {
+    %a = tessel.load %A[%m, %k] : !tessel.ref<2 x bf16> -> tensor<16x64xbf16>
+    %b = tessel.load %B[%n, %k] : !tessel.ref<2 x bf16> -> tensor<256x64xbf16>
+    %bt = tessel.trans %b : tensor<256x64xbf16> -> tensor<64x256xbf16>
+    %d = tessel.dot %a, %bt, %c : tensor<16x64xbf16>, tensor<64x256xbf16> -> tensor<16x256xf32>
+    scf.yield %d : tensor<16x256xf32>
+  }
+  %r = tessel.cast %acc : tensor<16x256xf32> -> tensor<16x256xbf16>
+  tessel.store %r, %C[%m, %n] : tensor<16x256xbf16>, !tessel.ref<2 x bf16>
+  return
+}
+
+// -----
+
+// Rule S5: an MN-major operand (here A, tessel.contiguous_dim = 0) keeps the tile.
+// RULES-LABEL: func.func @mn_major
+// RULES: tessel.dot {{.*}} -> tensor<16x64xf32>
+func.func @mn_major(%A: !tessel.ref<2 x bf16> {tessel.contiguous_dim = 0 : i64}, %B: !tessel.ref<2 x bf16>, %C: !tessel.ref<2 x bf16>) attributes {tessel.kernel} {
+  %c0 = arith.constant 0 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %p0 = tessel.program_id 0
+  %p1 = tessel.program_id 1
+  %m = arith.muli %p0, %c16 : index
+  %n = arith.muli %p1, %c64 : index
+  %K = tessel.dim %A, 1 : !tessel.ref<2 x bf16>
+  %zero = arith.constant dense<0.0> : tensor<16x64xf32>
+  %acc = scf.for %k = %c0 to %K step %c64 iter_args(%c = %zero) -> (tensor<16x64xf32>) {
+    %a = tessel.load %A[%m, %k] : !tessel.ref<2 x bf16> -> tensor<16x64xbf16>
+    %b = tessel.load %B[%n, %k] : !tessel.ref<2 x bf16> -> tensor<64x64xbf16>
+    %bt = tessel.trans %b : tensor<64x64xbf16> -> tensor<64x64xbf16>
+    %d = tessel.dot %a, %bt, %c : tensor<16x64xbf16>, tensor<64x64xbf16> -> tensor<16x64xf32>
+    scf.yield %d : tensor<16x64xf32>
+  }
+  %r = tessel.cast %acc : tensor<16x64xf32> -> tensor<16x64xbf16>
+  tessel.store %r, %C[%m, %n] : tensor<16x64xbf16>, !tessel.ref<2 x bf16>
   return
 }

@@ -236,12 +236,20 @@ TEST_F(SwappedOperands, TheCompilerComputesTilesOfFewerThan64RowsTransposed) {
 // TMA-store staging nor tma's paired columns (tests/gpu/gemm_test.cpp, TransposedStoreGemm, runs
 // them).
 TEST_F(SwappedOperands, AStoreOfTheTransposedAccumulatorGoesThroughRegisters) {
-  for (ts::schedule s : {ts::schedule::tma, ts::schedule::cooperative, ts::schedule::pingpong}) {
+  for (ts::schedule s : {ts::schedule::tma, ts::schedule::cooperative, ts::schedule::pingpong,
+                         ts::schedule::multistage}) {
+    const std::string path = s == ts::schedule::multistage ? "fragments" : "registers";
     const fs::path sub = dir / ("acc_t_" + std::to_string(int(s)));
     ts::kernel k = ts::jit(tessel_test::gemm_store_transposed<128, 128>{}, {.schedule = s, .dump_dir = sub.string()});
     SCOPED_TRACE(sub.filename().string());
     EXPECT_THAT(tessel_test::file_text(sub / "07-lower-epilogue.mlir"),
-                HasSubstr("{hopper.store = \"registers\"} : tensor<128x128xbf16>"));
+                HasSubstr("{hopper.store = \"" + path + "\"} : tensor<128x128xbf16>"));
+    if (s == ts::schedule::pingpong)
+      continue;  // 128 x 256 does not fit pingpong's consumers
+    const fs::path wide = dir / ("acc_t_wide_" + std::to_string(int(s)));
+    ts::jit(tessel_test::gemm_store_transposed<128, 256>{}, {.schedule = s, .dump_dir = wide.string()});
+    EXPECT_THAT(tessel_test::file_text(wide / "07-lower-epilogue.mlir"),
+                HasSubstr("{hopper.store = \"" + path + "\"} : tensor<256x128xbf16>"));
   }
 }
 

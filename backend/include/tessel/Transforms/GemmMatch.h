@@ -113,6 +113,17 @@ enum class AccumulatorView { none, direct, transposed, mixed };
 /// elementwise ops, casts, broadcasts and transposes.
 AccumulatorView accumulatorView(Value v, ValueRange accs);
 
+/// The error for AccumulatorView::mixed, at the store.
+inline constexpr const char *kMixedAccumulatorView =
+    "this store reads the accumulator both as is and transposed (acc.T()): each thread holds its "
+    "own fragment of the tile, not the element across the diagonal; store the two separately";
+
+/// Whether a store after the mainloop of a `rows` x `cols` accumulator writes
+/// it transposed: `stored` (a 2-d tile) reads the accumulator transposed, or
+/// reads none and is cols x rows (in a kernel tessel-swap-operands rewrote, a
+/// store of loaded values in the user's tile).
+bool storesTransposedTile(Value stored, ValueRange accs, int64_t rows, int64_t cols);
+
 /// tessel-swap-operands' tile rule S1 (SwapOperands.cpp): a BM x BN tile with
 /// 8 <= BM < 64, BM a multiple of 8, and BN a multiple of 64 up to 256, is
 /// computed as its BN x BM transpose (C^T = B A^T: the few rows of A become
@@ -120,6 +131,11 @@ AccumulatorView accumulatorView(Value v, ValueRange accs);
 inline bool swapsTile(int64_t bm, int64_t bn) {
   return bm >= 8 && bm < 64 && bm % 8 == 0 && bn >= 64 && bn <= 256 && bn % 64 == 0;
 }
+
+/// Whether tessel-swap-operands rewrites `kernel`, whose GEMM is `m`, when it
+/// is compiled with `schedule` and `cluster` ("1x1"): rules S1-S5 of
+/// SwapOperands.cpp. schedule::automatic's rules ask the same question.
+bool swapsOperands(func::FuncOp kernel, GemmMatch &m, StringRef schedule, StringRef cluster);
 
 /// Returns the GEMM structure of `kernel`, std::nullopt if it has no tessel.dot,
 /// or failure (with a diagnostic) if it has one that the backend cannot build.

@@ -36,8 +36,20 @@ using namespace mlir::tessel;
 
 namespace mlir::tessel::lowering {
 
-bool KernelBuilder::storesTransposed(StoreOp store) {
-  return accumulatorView(store.getValue(), accLoopResults) == AccumulatorView::transposed;
+FailureOr<bool> KernelBuilder::storesTransposed(StoreOp store) {
+  if (accumulatorView(store.getValue(), accLoopResults) == AccumulatorView::mixed)
+    return store.emitError() << kMixedAccumulatorView, failure();
+  if (!storesTransposedTile(store.getValue(), accLoopResults, BM, outBN))
+    return false;
+  // The fragment layout is the tile's only on the register path (an edited
+  // or hand-written plan may say otherwise: tessel-lower-epilogue does not).
+  StringRef path = storePath(store);
+  if (path != "registers" && path != "fragments")
+    return store.emitError() << "a store of the transposed accumulator takes path 'registers' (or "
+                                "'fragments' in multistage), got '"
+                             << path << "'",
+           failure();
+  return true;
 }
 
 LogicalResult KernelBuilder::checkStoredTile(StoreOp store, bool transposed) {
@@ -67,8 +79,8 @@ LogicalResult KernelBuilder::emitRegisterStore(StoreOp store, Value accFinal, Va
     // The stored tile is the accumulator's, or its transpose (acc.T(): the
     // thread's fragment element (row, col) goes to (col, row); path
     // "registers", tessel-lower-epilogue).
-    bool transposed = storesTransposed(store);
-    if (failed(checkStoredTile(store, transposed)))
+    FailureOr<bool> transposed = storesTransposed(store);
+    if (failed(transposed) || failed(checkStoredTile(store, *transposed)))
       return failure();
     // Registers r and r+1 (r even) hold adjacent columns of one row: paired
     // stores in the tma schedule. (In the warp-specialized ones the paired
@@ -78,7 +90,7 @@ LogicalResult KernelBuilder::emitRegisterStore(StoreOp store, Value accFinal, Va
         selectAccRegisters(accFinal, r);
         Value row = coordinate(rowBase, 8 * ((r % 4) / 2));
         Value col = coordinate(colBase, 8 * (r / 4) + r % 2);
-        if (failed(transposed ? storeElement(store, {col, row}) : storeElement(store, {row, col})))
+        if (failed(*transposed ? storeElement(store, {col, row}) : storeElement(store, {row, col})))
           return failure();
       }
       return success();
@@ -402,6 +414,8 @@ LogicalResult KernelBuilder::emitConsumerEpilogue(ArrayRef<Value> accs, Value fi
           return failure();
         continue;
       }
+      if (failed(storesTransposed(store)))  // a transposed store is never staged
+        return failure();
       int64_t chunks = outBN * store.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8 / 128;
       for (int64_t c = 0; c < chunks; ++c, ++q)
         if (failed(stageChunk(*it, acc, rowBlock, c, inWg, consumer,
@@ -616,8 +630,8 @@ LogicalResult KernelBuilder::msEpilogue(const MultistagePlan &p, Value acc) {
             frags.push_back({0, p.accIndex(mi, ni, i), 16 * mi + 8 * (i / 2), 8 * ni + i % 2});
       return emitReduceStore(store, {acc}, frags, rowBase, colBase, p.lane);
     }
-    bool transposed = storesTransposed(store);
-    if (failed(checkStoredTile(store, transposed)))
+    FailureOr<bool> transposed = storesTransposed(store);
+    if (failed(transposed) || failed(checkStoredTile(store, *transposed)))
       return failure();
     // C fragment of tile (mi, ni): c0, c1 at (g, 2t), (g, 2t+1); c2, c3 at
     // row g + 8. Each pair is two adjacent columns of one row: storePair
@@ -628,7 +642,7 @@ LogicalResult KernelBuilder::msEpilogue(const MultistagePlan &p, Value acc) {
           Value row = b.create<arith::AddIOp>(loc, rowBase, i32(16 * mi + 8 * h));
           Value col = b.create<arith::AddIOp>(loc, colBase, i32(8 * ni));
           Value col1 = b.create<arith::AddIOp>(loc, col, i32(1));
-          if (transposed) {
+          if (*transposed) {
             selectAccRegisters(acc, p.accIndex(mi, ni, 2 * h));
             if (failed(storeElement(store, {col, row})))
               return failure();

@@ -104,9 +104,11 @@ private:
   FailureOr<SmallVector<Value>> offsetScalars(ValueRange vs, Value ivRepl = {});
   /// Evaluates one element of tile `v` at `coords` (i32, one per dim).
   FailureOr<Value> element(Value v, ArrayRef<Value> coords);
-  /// Whether `store` writes the transposed accumulator (acc.T(): fragment
-  /// element (r, c) at (c, r); AccumulatorView, GemmMatch.h).
-  bool storesTransposed(StoreOp store);
+  /// Whether `store` writes the accumulator tile transposed (acc.T(), or loaded
+  /// values in a swapped kernel's user tile: fragment element (r, c) at
+  /// (c, r); storesTransposedTile, GemmMatch.h). Errors for a store that reads
+  /// both views, and for a transposed store not on the register path.
+  FailureOr<bool> storesTransposed(StoreOp store);
   /// A stored tile after the mainloop is the accumulator's (BM x outBN) or,
   /// `transposed`, outBN x BM; else an error at the store.
   LogicalResult checkStoredTile(StoreOp store, bool transposed);
