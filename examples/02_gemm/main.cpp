@@ -27,7 +27,8 @@ constexpr const char* kUsage = R"(usage: tessel-gemm [options]
   --schedule NAME     tma | multistage | warp_specialized | cooperative | pingpong | auto   (default tma)
   --m M --n N --k K   problem size, C (MxN) = A (MxK) @ B (NxK)^T                        (default 8192 each)
   --tile BMxBN        128x256, 128x192, 192x128, 128x128, (cooperative) 256x192, 256x128,
-                      or for small M (docs/small-m.md) 64x128, 64x64
+                      or for small M (docs/small-m.md) 64x128, 64x64, and 16x64, 32x64
+                      (computed transposed: swap-AB, not yet run on a GPU)
                                                                   (default 128x256; pingpong: 128x128)
   --stages S          shared-memory pipeline depth, 0 = tessel's choice (at most 4; auto
                       deepens it for decode shapes), -1 = as many as fit               (default 0)
@@ -61,8 +62,11 @@ ts::kernel compile(const tb::tile_shape& tile, const ts::options& o) {
   if (tile == tb::tile_shape{256, 128, 64}) return ts::jit(examples::gemm<256, 128>{}, o);
   if (tile == tb::tile_shape{64, 128, 64}) return ts::jit(examples::gemm<64, 128>{}, o);  // small M
   if (tile == tb::tile_shape{64, 64, 64}) return ts::jit(examples::gemm<64, 64>{}, o);
+  // Fewer than 64 rows: computed as the transpose (swap-AB, docs/small-m.md).
+  if (tile == tb::tile_shape{16, 64, 64}) return ts::jit(examples::gemm<16, 64>{}, o);
+  if (tile == tb::tile_shape{32, 64, 64}) return ts::jit(examples::gemm<32, 64>{}, o);
   throw tb::usage_error("--tile: this example instantiates 128x256, 128x192, 192x128, 128x128, 256x192, 256x128, "
-                        "64x128 and 64x64 (tessel-bench has more)");
+                        "64x128, 64x64, 16x64 and 32x64 (tessel-bench has more)");
 }
 
 }  // namespace

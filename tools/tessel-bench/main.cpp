@@ -43,7 +43,9 @@ constexpr const char* kUsage = R"(usage: tessel-bench [options]
                        8192x28672x8192, 16384x8192x1024, 128x8192x8192, 4000^3, 3000x5000x2000)
   --schedules LIST    tma,multistage,warp_specialized,cooperative,pingpong,auto   (default tma)
   --tiles LIST        BMxBN[xBK] tiles: 128x256,128x192,128x128,256x192,256x128,192x128,128x64,64x256,64x128,64x64 (BK 64), and for
-                      multistage also 128x128x32,128x256x32,256x128x32   (default 128x256,128x128)
+                      multistage also 128x128x32,128x256x32,256x128x32; fewer than 64 rows, computed
+                      transposed (docs/small-m.md): 8x64,16x64,32x64,16x128,32x128; for --swap yes:
+                      64x8,64x16,64x32   (default 128x256,128x128)
   --stages LIST       pipeline depths, 0 = tessel's choice, -1 = as many as fit   (default 4;
                       for auto: 0, what a user gets)
   --clusters LIST     CTA clusters 1x1,2x1,1x2 (cooperative and pingpong only)    (default 1x1)
