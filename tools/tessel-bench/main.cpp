@@ -69,7 +69,8 @@ constexpr const char* kUsage = R"(usage: tessel-bench [options]
                       or read from the disk cache when an earlier run saved it), timed like
                       the others; the status column says which won and whether it was timed
   --dump-dir DIR      write each kernel's compilation stages to DIR/<schedule>_<tile>_s<stages>/
-  --compile-threads N compile the configurations N at a time, 0 = one per hardware thread (default 0)
+  --compile-threads N compile the configurations N at a time, 0 = one per hardware thread, at most 16
+                      (default 0)
   --swap LIST         no: C = A @ B^T with tiles BM (of M) x BN (of N); yes: the same C computed as
                       C^T = B @ A^T into C's column-major N x M view, tiles BM (of N) x BN (of M)
                       (swap-AB for few rows of M: --tiles 64x16 --swap yes)   (default no)

@@ -451,7 +451,10 @@ TEST_F(Autotune, AnotherExceptionEndsTheTuneOnceEveryCompileFinished) {
 TEST_F(Autotune, CompileThreadsAreCheckedAndBounded) {
   EXPECT_EQ(compileThreads("g", 4, 2), 2u) << "never more threads than candidates";
   EXPECT_EQ(compileThreads("g", 1, 9), 1u);
-  EXPECT_EQ(compileThreads("g", 0, 1000), std::size_t(std::max(1u, std::thread::hardware_concurrency())));
+  EXPECT_EQ(compileThreads("g", 0, 1000),
+            std::min(kMaxCompileThreads, std::size_t(std::max(1u, std::thread::hardware_concurrency()))))
+      << "one per hardware thread, at most 16";
+  EXPECT_EQ(compileThreads("g", 40, 1000), 40u) << "the cap is the default's only";
   EXPECT_THAT([] { compileThreads("g", -2, 3); },
               ThrowsMessage<tessel::error>("tessel: autotune 'g': tune_options::compile_threads = -2: must be >= 0 "
                                            "(0: one per hardware thread)"));

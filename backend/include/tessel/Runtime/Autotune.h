@@ -143,8 +143,8 @@ struct TuneSettings {
   double rtol = 1e-2;
   tune_timing timing{};
   tune_progress progress = tune_progress::automatic;
-  /// Candidates compiled at once (tune_options::compile_threads): 0 one per hardware thread,
-  /// at most one per candidate; 1 one after another on the calling thread.
+  /// Candidates compiled at once (tune_options::compile_threads): 0 one per hardware thread
+  /// (at most 16), at most one per candidate; 1 one after another on the calling thread.
   int compileThreads = 0;
   /// Printed on stderr by default; tests collect them.
   std::function<void(const std::string&)> print;
@@ -177,9 +177,12 @@ struct TuneOutcome {
 /// candidate ..." when every candidate was dropped.
 TuneOutcome tune(TuneBackend& backend, const TuneSettings& settings);
 
+/// The default's cap on compile threads (tune_options::compile_threads = 0).
+constexpr std::size_t kMaxCompileThreads = 16;
+
 /// The threads tune() compiles `candidates` on: `requested` (>= 1) or, for 0, one per hardware
-/// thread; never more than `candidates`, never fewer than 1. A negative `requested` is a
-/// tessel::error naming tune_options::compile_threads.
+/// thread up to kMaxCompileThreads; never more than `candidates`, never fewer than 1. A negative
+/// `requested` is a tessel::error naming tune_options::compile_threads.
 std::size_t compileThreads(const std::string& name, int requested, std::size_t candidates);
 
 /// Per-candidate timing (tune_result's fields).

@@ -107,8 +107,9 @@ struct tune_options {
   /// launch's stream), e.g. to zero reduce_into vectors, and nothing is copied (no extra memory).
   std::function<void(void* stream)> reset;
   /// How many candidates compile at once, each on its own thread (each compile has its own MLIR
-  /// context and its own ptxas process): 0, the default, one per hardware thread, at most one per
-  /// candidate; 1 compiles them one after another. Not part of the saved choice's key.
+  /// context and its own ptxas process, about 110 MB at its peak): 0, the default, one per
+  /// hardware thread up to 16, at most one per candidate; 1 compiles them one after another.
+  /// Not part of the saved choice's key.
   int compile_threads = 0;
 };
 
