@@ -263,8 +263,8 @@ AccumulatorView mlir::tessel::accumulatorView(Value v, ValueRange accs) {
   }
 }
 
-bool mlir::tessel::storesTransposedTile(Value stored, ValueRange accs, int64_t rows, int64_t cols) {
-  switch (accumulatorView(stored, accs)) {
+bool mlir::tessel::storesTransposedTile(Value stored, AccumulatorView view, int64_t rows, int64_t cols) {
+  switch (view) {
   case AccumulatorView::transposed:
     return true;
   case AccumulatorView::none: {

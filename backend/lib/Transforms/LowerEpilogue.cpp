@@ -134,7 +134,7 @@ LogicalResult lowerEpilogue(plan::ScheduledGemm &g) {
       store->setAttr(kStoreAttr, StringAttr::get(g.fn.getContext(), "reduce_atomic"));
       continue;
     }
-    bool transposed = storesTransposedTile(store.getValue(), accs, tile[0], tile[1]);
+    bool transposed = storesTransposedTile(store.getValue(), view, tile[0], tile[1]);
     StringRef path = multistage                                 ? "fragments"
                      : transposed                               ? "registers"
                      : g.kind() == ScheduleKind::tma            ? "register_pairs"

@@ -170,7 +170,7 @@ protected:
   template <int BN>
   void check(ts::schedule s) {
     constexpr std::int64_t m = 16, n = 1024;
-    const fs::path sub = dir / (std::string(tessel_bench_schedule(s)) + "_" + std::to_string(BN));
+    const fs::path sub = dir / (std::string(ts::to_string(s)) + "_" + std::to_string(BN));
     ts::kernel k = ts::jit(examples::gemm<64, BN, 64>{}, {.schedule = s, .stages = ts::stages_max, .dump_dir = sub.string()});
     ::testing::internal::CaptureStderr();
     std::string what;
@@ -185,7 +185,7 @@ protected:
     SCOPED_TRACE(sub.filename().string());
     EXPECT_NE(what, "") << "the launch with fake addresses did not throw";
     EXPECT_THAT(err, Not(HasSubstr("tessel: note")));
-    const std::string tag = std::string(tessel_bench_schedule(s)) + "-L__0";
+    const std::string tag = std::string(ts::to_string(s)) + "-L__0";
     const fs::path variant = sub / ("variant-" + tag);
     EXPECT_THAT(tessel_test::file_text(variant / "01-tessel.mlir"), HasSubstr("tessel.contiguous_dim = 0 : i64"));
     const std::string epilogue = tessel_test::file_text(variant / "07-lower-epilogue.mlir");
@@ -195,15 +195,6 @@ protected:
     EXPECT_THAT(epilogue, ContainsRegex("\\{hopper.store = \"register(s|_pairs)\"\\} : tensor<64x" + std::to_string(BN) +
                                         "xbf16>"));
     EXPECT_TRUE(fs::exists(variant / "14-kernel.ptx"));
-  }
-  static const char* tessel_bench_schedule(ts::schedule s) {
-    switch (s) {
-    case ts::schedule::tma: return "tma";
-    case ts::schedule::warp_specialized: return "warp_specialized";
-    case ts::schedule::cooperative: return "cooperative";
-    case ts::schedule::pingpong: return "pingpong";
-    default: return "?";
-    }
   }
 };
 
@@ -222,7 +213,7 @@ TEST_F(SwappedOperands, WriteTheColumnMajorViewOfCInEveryTmaSchedule) {
 TEST_F(SwappedOperands, TheCompilerComputesTilesOfFewerThan64RowsTransposed) {
   for (ts::schedule s : {ts::schedule::tma, ts::schedule::warp_specialized, ts::schedule::cooperative,
                          ts::schedule::pingpong, ts::schedule::automatic}) {
-    const fs::path sub = dir / ("short_" + std::to_string(int(s)));
+    const fs::path sub = dir / ("short_" + std::string(ts::to_string(s)));
     ts::kernel k = ts::jit(examples::gemm<16, 64, 64>{}, {.schedule = s, .dump_dir = sub.string()});
     SCOPED_TRACE(sub.filename().string());
     EXPECT_THAT(tessel_test::file_text(sub / "02-select-schedule.mlir"), HasSubstr("tile = [64, 16, 64]"));
@@ -239,14 +230,14 @@ TEST_F(SwappedOperands, AStoreOfTheTransposedAccumulatorGoesThroughRegisters) {
   for (ts::schedule s : {ts::schedule::tma, ts::schedule::cooperative, ts::schedule::pingpong,
                          ts::schedule::multistage}) {
     const std::string path = s == ts::schedule::multistage ? "fragments" : "registers";
-    const fs::path sub = dir / ("acc_t_" + std::to_string(int(s)));
+    const fs::path sub = dir / ("acc_t_" + std::string(ts::to_string(s)));
     ts::kernel k = ts::jit(tessel_test::gemm_store_transposed<128, 128>{}, {.schedule = s, .dump_dir = sub.string()});
     SCOPED_TRACE(sub.filename().string());
     EXPECT_THAT(tessel_test::file_text(sub / "07-lower-epilogue.mlir"),
                 HasSubstr("{hopper.store = \"" + path + "\"} : tensor<128x128xbf16>"));
     if (s == ts::schedule::pingpong)
       continue;  // 128 x 256 does not fit pingpong's consumers
-    const fs::path wide = dir / ("acc_t_wide_" + std::to_string(int(s)));
+    const fs::path wide = dir / ("acc_t_wide_" + std::string(ts::to_string(s)));
     ts::jit(tessel_test::gemm_store_transposed<128, 256>{}, {.schedule = s, .dump_dir = wide.string()});
     EXPECT_THAT(tessel_test::file_text(wide / "07-lower-epilogue.mlir"),
                 HasSubstr("{hopper.store = \"" + path + "\"} : tensor<256x128xbf16>"));

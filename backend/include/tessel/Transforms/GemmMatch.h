@@ -119,10 +119,10 @@ inline constexpr const char *kMixedAccumulatorView =
     "own fragment of the tile, not the element across the diagonal; store the two separately";
 
 /// Whether a store after the mainloop of a `rows` x `cols` accumulator writes
-/// it transposed: `stored` (a 2-d tile) reads the accumulator transposed, or
-/// reads none and is cols x rows (in a kernel tessel-swap-operands rewrote, a
-/// store of loaded values in the user's tile).
-bool storesTransposedTile(Value stored, ValueRange accs, int64_t rows, int64_t cols);
+/// it transposed, given `view`, the stored tile's accumulatorView: it reads the
+/// accumulator transposed, or reads none and is cols x rows (in a kernel
+/// tessel-swap-operands rewrote, a store of loaded values in the user's tile).
+bool storesTransposedTile(Value stored, AccumulatorView view, int64_t rows, int64_t cols);
 
 /// tessel-swap-operands' tile rule S1 (SwapOperands.cpp): a BM x BN tile with
 /// 8 <= BM < 64, BM a multiple of 8, and BN a multiple of 64 up to 256, is

@@ -37,9 +37,10 @@ using namespace mlir::tessel;
 namespace mlir::tessel::lowering {
 
 FailureOr<bool> KernelBuilder::storesTransposed(StoreOp store) {
-  if (accumulatorView(store.getValue(), accLoopResults) == AccumulatorView::mixed)
+  AccumulatorView view = accumulatorView(store.getValue(), accLoopResults);
+  if (view == AccumulatorView::mixed)
     return store.emitError() << kMixedAccumulatorView, failure();
-  if (!storesTransposedTile(store.getValue(), accLoopResults, BM, outBN))
+  if (!storesTransposedTile(store.getValue(), view, BM, outBN))
     return false;
   // The fragment layout is the tile's only on the register path (an edited
   // or hand-written plan may say otherwise: tessel-lower-epilogue does not).
@@ -406,6 +407,8 @@ LogicalResult KernelBuilder::emitConsumerEpilogue(ArrayRef<Value> accs, Value fi
       return emitReduceStore(store, accs, wgmmaFragments(accs.size()), rowBase, colBase, lane);
     }
     auto it = llvm::find_if(tma, [&](const TmaParam &t) { return t.store == store; });
+    if (it != tma.end() && failed(storesTransposed(store)))  // a transposed store is never staged
+      return failure();
     for (auto [i, acc] : llvm::enumerate(accs)) {
       Value rowBlock = b.create<arith::AddIOp>(loc, firstRowBlock, i32(i));
       if (it == tma.end()) {
@@ -414,8 +417,6 @@ LogicalResult KernelBuilder::emitConsumerEpilogue(ArrayRef<Value> accs, Value fi
           return failure();
         continue;
       }
-      if (failed(storesTransposed(store)))  // a transposed store is never staged
-        return failure();
       int64_t chunks = outBN * store.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8 / 128;
       for (int64_t c = 0; c < chunks; ++c, ++q)
         if (failed(stageChunk(*it, acc, rowBlock, c, inWg, consumer,
