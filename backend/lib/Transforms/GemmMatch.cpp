@@ -231,6 +231,25 @@ Operation *mlir::tessel::tileIndexOf(Value offset, int64_t extent) {
   return nullptr;
 }
 
+bool mlir::tessel::dependsOnProgramId(Value v, int64_t axis) {
+  SmallVector<Value> work{v};
+  llvm::DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value x = work.pop_back_val();
+    if (!seen.insert(x).second)
+      continue;
+    Operation *op = x.getDefiningOp();
+    if (!op)
+      continue; // a kernel argument or the mainloop's index
+    if (auto pid = dyn_cast<ProgramIdOp>(op); pid && pid.getAxis() == axis)
+      return true;
+    if (isa<hopper::TileSchedulerOp>(op) && cast<OpResult>(x).getResultNumber() == axis)
+      return true;
+    llvm::append_range(work, op->getOperands());
+  }
+  return false;
+}
+
 AccumulatorView mlir::tessel::accumulatorView(Value v, ValueRange accs) {
   // Which parities of tessel.trans lie on the paths from `v` to an
   // accumulator: bit 0 even, bit 1 odd.

@@ -267,6 +267,28 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
       return m.dot.emitError() << "cluster " << cx << "x" << cy
                                << " multicasts half of the shared tile per CTA: its rows ("
                                << (cx == 2 ? m.tileN : m.tileM) << ") must be a multiple of 16";
+    //    The multicast tile must be the same for both CTAs of the pair: no
+    //    offset of a B (2x1) or of A (1x2) may depend on the program id the
+    //    pair differs in (a grouped GEMM's B, whose group is read per row of
+    //    tiles, cannot be multicast along M).
+    if (cx * cy > 1) {
+      int64_t axis = cx == 2 ? 0 : 1;
+      SmallVector<std::pair<const GemmOperand *, StringRef>> shared;
+      if (cx == 2)
+        for (const GemmOperand &b : m.bs)
+          shared.push_back({&b, "B"});
+      else
+        shared.push_back({&m.a, "A"});
+      for (auto [operand, name] : shared)
+        for (Value off : operand->offsets())
+          if (dependsOnProgramId(off, axis))
+            return operand->load->emitError()
+                   << "cluster " << cx << "x" << cy << " multicasts " << name
+                   << "'s tile to the two CTAs of a pair along program_id(" << axis
+                   << "), but its offsets depend on program_id(" << axis
+                   << "): the two CTAs would need different tiles (use cluster "
+                   << (cx == 2 ? "1x2" : "2x1") << " or 1x1)";
+    }
     SmallVector<int64_t> clusterShape;
     if (cx * cy > 1)
       clusterShape = {cx, cy};

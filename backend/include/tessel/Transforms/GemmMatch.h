@@ -148,6 +148,13 @@ FailureOr<std::optional<GemmMatch>> matchGemm(func::FuncOp kernel);
 /// TMA boxes of tessel-lower-to-nvvm, schedule::automatic's grid axes).
 Operation *tileIndexOf(Value offset, int64_t extent);
 
+/// Whether the scalar `v` depends on the program id of grid axis `axis`: a
+/// tessel.program_id of that axis (or the hopper.tile_scheduler result that
+/// replaced it) lies in its backward slice, through any op, including the
+/// offsets of a tessel.load_element (a tile's group read from a table). The
+/// operand tile a CTA cluster multicasts must not (SelectSchedule rule 5).
+bool dependsOnProgramId(Value v, int64_t axis);
+
 /// Warp tiling of schedule `multistage` (shared by tessel-select-schedule, which
 /// checks it, and the kernel builder): a BM x BN CTA tile is split into
 /// warpsM x warpsN warps of wm x wn. A side of at least 128 (and a multiple of
