@@ -4,6 +4,7 @@
 // RUN: tessel-opt %inputs/gemm_128x256.mlir -tessel-select-schedule -tessel-plan-pipeline -tessel-lower-to-nvvm=bounded-waits=true -tessel-convert-hopper-to-nvvm | FileCheck %s --check-prefix=DEBUG
 // RUN: tessel-opt %inputs/gemm_alpha_beta_128x128.mlir -tessel-select-schedule="schedule=pingpong" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=PREFETCH
 // RUN: sed 's/%C\[%m, %n\]/%C[%c0, %n]/' %inputs/gemm_128x256.mlir | tessel-opt -tessel-select-schedule -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=NOCLIP
+// RUN: tessel-opt %inputs/grouped_gemm_128x128.mlir -tessel-select-schedule="schedule=cooperative" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=GROUPED
 
 // The tma schedule: one extern dynamic shared base, TMA descriptors as byval
 // grid_constant params, a parity-waited mbarrier ring (hopper ops), wgmma from
@@ -97,3 +98,13 @@ func.func @x_three_times(%X: !tessel.ref<1 x f32>, %Y: !tessel.ref<1 x f32>) att
 // PREFETCH-NEXT: hopper.tma.prefetch %{{.*}}[%{{.*}}, %{{.*}}] : !llvm.ptr
 // The consumers read C0 with predicated 16-bit loads (0 outside the tensor, no branch).
 // PREFETCH: llvm.inline_asm has_side_effects {{.*}}@p ld.global.b16 $0, [$1];{{.*}}"=h,l,r,~{memory}"
+
+// A grouped GEMM's B offset is read from a table at the tile's program id
+// (tessel.load_element): in a persistent schedule the producer reads it for
+// each tile it walks (in the tile loop, here per k-step), from the tile's
+// program id, and the B copy takes that group as its outermost coordinate.
+// GROUPED: scf.for %{{.*}} : i32 {
+// GROUPED: scf.for %{{.*}} : i32 {
+// GROUPED: %[[G:.*]] = llvm.inline_asm has_side_effects {{.*}}ld.global.b32
+// GROUPED: %[[GI:.*]] = llvm.bitcast %[[G]] : i32 to i32
+// GROUPED: hopper.tma.load %arg21[%{{.*}}, %{{.*}}, %[[GI]]]

@@ -1,0 +1,71 @@
+// grouped_gemm.hpp - the tile program of example 09: a grouped GEMM, as a mixture-of-experts layer
+// computes it (docs/grouped.md). G groups (experts), each with its own rows of A (the tokens routed
+// to it) and its own weights W[g] (N x K):
+//
+//   C[rows of g] = A[rows of g] @ W[g]^T          for g = 0 .. G-1, in one launch
+//
+// in the "contiguous" layout (DeepGEMM's m-grouped contiguous GEMM): the rows of every group are
+// stacked in one A (rows x K) and one C (rows x N), each group's first row a multiple of BM, so that
+// every BM-row tile belongs to one group; `tile_group[t]` (i32) names the group of rows t*BM ..
+// t*BM + BM - 1. The tile reads its group once per tile (ts::tensor::at) and loads its B tile from
+// that group's weights: W is one rank-3 tensor (G x N x K), its group the leading offset.
+//
+// A tile whose group is outside 0 .. G-1 (-1: a tile of no group, e.g. the unused tail of a launch
+// sized for the largest routing, as a CUDA graph needs) multiplies by zeros (TMA and multistage's
+// copies fill reads outside W with zeros) and writes zero rows; it still runs its mainloop. The
+// padding rows of a group's last tile are computed from A's padding rows like any other row.
+#pragma once
+
+#include <tessel/tessel.hpp>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace examples {
+namespace ts = tessel;
+
+template <int BM_, int BN_, int BK_ = 64>
+struct grouped_gemm {
+  static constexpr auto BM = ts::c<BM_>, BN = ts::c<BN_>, BK = ts::c<BK_>;
+
+  void operator()(ts::tensor<ts::bf16, 2> A, ts::tensor<ts::bf16, 3> W, ts::tensor<ts::i32, 1> tile_group,
+                  ts::tensor<ts::bf16, 2> C) const {
+    auto m = ts::program_id(0) * BM, n = ts::program_id(1) * BN;
+    auto g = tile_group.at({ts::program_id(0)});  // this row of tiles' group
+    auto acc = ts::zeros<ts::f32>(BM, BN);
+    for (auto k : ts::range(0, A.size(1), BK))
+      acc += ts::dot(A.load({m, k}, BM, BK), W.load({g, n, k}, BN, BK).T());
+    C.store({m, n}, ts::cast<ts::bf16>(acc));
+  }
+};
+
+/// Where the groups' rows lie in the stacked A and C (host side of the contiguous layout).
+struct contiguous_groups {
+  std::vector<std::int64_t> first_row;   ///< group g's first row (a multiple of BM)
+  std::vector<std::int64_t> rows;        ///< group g's rows (0 allowed: the group takes no tile)
+  std::vector<std::int32_t> tile_group;  ///< the group of each BM-row tile; -1 past the last group
+  std::int64_t total_rows = 0;           ///< rows of A and C: tile_group.size() * BM
+};
+
+/// Lays out groups of `rows[g]` rows, each starting at a multiple of `bm`, in `min_tiles` tiles or
+/// as many as they need (the tiles past the last group get -1).
+inline contiguous_groups layout_groups(const std::vector<std::int64_t>& rows, std::int64_t bm,
+                                       std::int64_t min_tiles = 0) {
+  if (bm <= 0) throw std::invalid_argument("layout_groups: bm must be positive, got " + std::to_string(bm));
+  contiguous_groups l;
+  l.rows = rows;
+  for (std::size_t g = 0; g < rows.size(); ++g) {
+    if (rows[g] < 0)
+      throw std::invalid_argument("layout_groups: rows[" + std::to_string(g) + "] must be >= 0, got " +
+                                  std::to_string(rows[g]));
+    l.first_row.push_back(std::int64_t(l.tile_group.size()) * bm);
+    for (std::int64_t t = 0; t < (rows[g] + bm - 1) / bm; ++t) l.tile_group.push_back(std::int32_t(g));
+  }
+  while (std::int64_t(l.tile_group.size()) < min_tiles) l.tile_group.push_back(-1);
+  l.total_rows = std::int64_t(l.tile_group.size()) * bm;
+  return l;
+}
+
+}  // namespace examples

@@ -1,0 +1,213 @@
+// 09_grouped_gemm - a grouped GEMM (mixture-of-experts layer, contiguous layout): G groups, group g
+// with its own rows of A and weights W[g], C[rows of g] = A[rows of g] @ W[g]^T in one launch
+// (grouped_gemm.hpp, docs/grouped.md). Checked on the GPU against an f32 reference (cuBLASLt's f32
+// GEMM of each group's rows, padding rows included; zero rows for tiles of no group) inside a
+// NaN-poisoned, sentinel-guarded C.
+//
+// Timed, interleaved in one process, against
+//   * tessel's plain GEMM (examples/02_gemm's kernel, same schedule, tile and options) of all the
+//     stacked rows by one weight matrix: the same flops with no group to read;
+//   * cuBLASLt's GEMM of the same size (one weight matrix);
+//   * cuBLASLt, one GEMM per group: what a user without a grouped kernel launches.
+//
+//   tessel-grouped-gemm [--groups 8 --m 2048 | --rows R0,R1,...] [--n 4096 --k 4096] [--schedule cooperative]
+//                       [--tile 128x256] [--tail-tiles T] [--dump-dir DIR] [--no-run] [--check|--no-check]
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "02_gemm/gemm.hpp"
+#include "bench_util.h"
+#include "cli.h"
+#include "grouped_gemm.hpp"
+#include "tessel_gemm.hpp"
+
+namespace ts = tessel;
+namespace tb = tessel_bench;
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: tessel-grouped-gemm [options]
+  --groups G          number of groups (experts)                                            (default 8)
+  --m M               mean rows per group: group g gets a seeded random count in [M/2, 3M/2] (default 2048)
+  --rows R0,R1,...    the rows of each group instead (0 allowed)
+  --n N --k K         each group's weights are N x K                                        (default 4096 each)
+  --tail-tiles T      T more row tiles of no group (tile_group -1) after the last group      (default 0)
+  --schedule NAME     tma | multistage | warp_specialized | cooperative | pingpong | auto  (default cooperative)
+  --tile BMxBN        128x256, 128x192, 192x128, 128x128, (cooperative) 256x192, 256x128, 64x128, 64x64
+                                                                  (default 128x256; pingpong: 128x128)
+  --stages S / --decomposition D / --cluster MxN / --raster-group G   as in tessel-gemm (a cluster
+                      must be 1x2 or 1x1: a 2x1 pair would share one B tile across two groups)
+  --cublas-algos N    time cuBLASLt's N best heuristic algorithms, keep the fastest          (default 1)
+  --dump-dir DIR      write every compilation stage to DIR
+  --no-run            trace + compile only (no GPU needed); DIR defaults to ./tessel-grouped-gemm-dump
+  --iters N / --repeats R / --warmup-ms T / --check / --no-check / --seed S   as in tessel-gemm
+)";
+
+/// --rows, or G seeded counts in [M/2, 3M/2].
+std::vector<std::int64_t> group_rows(const tb::cli& args, std::uint64_t seed) {
+  std::vector<std::int64_t> rows;
+  if (args.has("rows")) {
+    const std::string s = args.str("rows", "");
+    std::size_t at = 0;
+    while (at <= s.size()) {
+      const std::size_t comma = s.find(',', at);
+      const std::string item = s.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+      try {
+        std::size_t used = 0;
+        const long long v = std::stoll(item, &used);
+        if (used != item.size() || v < 0) throw std::invalid_argument(item);
+        rows.push_back(v);
+      } catch (const std::exception&) {
+        throw tb::usage_error("--rows: '" + item + "' is not a row count >= 0");
+      }
+      if (comma == std::string::npos) break;
+      at = comma + 1;
+    }
+    return rows;
+  }
+  const std::int64_t G = args.i64("groups", 8), M = args.i64("m", 2048);
+  if (G <= 0 || M <= 0) throw tb::usage_error("--groups and --m must be positive");
+  std::uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (std::int64_t g = 0; g < G; ++g) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;  // xorshift64
+    rows.push_back(M / 2 + std::int64_t(x % std::uint64_t(M + 1)));
+  }
+  return rows;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return tb::example_main("tessel-grouped-gemm", kUsage, [&]() -> int {
+    tb::cli args(argc, argv,
+                 {"groups", "m", "rows", "n", "k", "tail-tiles", "schedule", "tile", "stages", "decomposition", "cluster",
+                  "raster-group", "cublas-algos", "dump-dir", "iters", "repeats", "warmup-ms", "seed"},
+                 {"no-run", "check", "no-check", "help"});
+    if (args.flag("help")) {
+      std::cout << kUsage;
+      return 0;
+    }
+    const std::uint64_t seed = std::uint64_t(args.i64("seed", 1));
+    const ts::schedule schedule = tb::parse_schedule(args.str("schedule", "cooperative"));
+    const std::int64_t N = args.i64("n", 4096), K = args.i64("k", 4096), tail = args.i64("tail-tiles", 0);
+    if (N <= 0 || K <= 0) throw tb::usage_error("--n/--k must be positive");
+    if (tail < 0) throw tb::usage_error("--tail-tiles must be >= 0");
+    const tb::tile_shape tile =
+        tb::parse_tile(args.str("tile", schedule == ts::schedule::pingpong ? "128x128" : "128x256"));
+    const std::vector<std::int64_t> rows = group_rows(args, seed);
+    if (rows.empty()) throw tb::usage_error("--rows: at least one group");
+    const std::int64_t G = std::int64_t(rows.size());
+    std::int64_t needed_tiles = 0, useful_rows = 0;
+    for (std::int64_t r : rows) needed_tiles += ts::cdiv(r, std::int64_t(tile.bm)), useful_rows += r;
+    const examples::contiguous_groups layout = examples::layout_groups(rows, tile.bm, needed_tiles + tail);
+    const std::int64_t M = layout.total_rows;
+    if (M == 0) throw tb::usage_error("every group is empty and --tail-tiles is 0: nothing to compute");
+    const bool no_run = args.flag("no-run");
+    std::string dump_dir = args.str("dump-dir", no_run ? "tessel-grouped-gemm-dump" : "");
+    const ts::options opts = tb::example_options(args, schedule, dump_dir);
+
+    std::printf("tessel-grouped-gemm: %lld groups, C[%lldx%lld] = A[%lldx%lld] @ W[g][%lldx%lld]^T per group's rows\n",
+                (long long)G, (long long)M, (long long)N, (long long)M, (long long)K, (long long)N, (long long)K);
+    std::printf("  rows:   ");
+    for (std::int64_t g = 0; g < G; ++g) std::printf("%s%lld", g ? "," : "", (long long)rows[g]);
+    std::printf(" (%lld useful of %lld stacked rows, %lld row tiles, %lld of no group)\n", (long long)useful_rows,
+                (long long)M, (long long)layout.tile_group.size(), (long long)tail);
+    ts::kernel k = tb::compile_example("grouped_gemm", tile, opts,
+                                       [&] { return tb::jit_example_tile<examples::grouped_gemm>(tile, opts); });
+    ts::options plain_opts = opts;
+    plain_opts.dump_dir.clear();  // the dump is the grouped kernel's
+    ts::kernel plain = tb::jit_example_tile<examples::gemm>(tile, plain_opts);
+    if (no_run) return 0;
+
+    const std::unique_ptr<tb::example_gpu> gpu = tb::open_example_gpu();
+    if (!gpu) return 0;
+    cudaStream_t stream = gpu->stream;
+    tb::device_buffer A(M * K * 2), W(G * N * K * 2), Tg(layout.tile_group.size() * 4), Cplain(M * N * 2),
+        Ccublas(M * N * 2), Cloop(M * N * 2);
+    tb::fill_uniform_bf16(A.get(), M * K, seed, -1.f, 1.f, stream);
+    tb::fill_uniform_bf16(W.get(), G * N * K, seed + 1, -1.f, 1.f, stream);
+    tb::check_cuda(cudaMemcpyAsync(Tg.get(), layout.tile_group.data(), layout.tile_group.size() * 4,
+                                   cudaMemcpyHostToDevice, stream),
+                   "copy tile_group", __FILE__, __LINE__);
+    tb::guarded_output C(tb::guarded_matrix(M, N, N, 2));
+    std::printf("  data:   uniform [-1,1) bf16 (no zeros), padding rows of A random too; C NaN-poisoned inside sentinel guards\n");
+
+    const ts::grid grid = tb::gemm_grid(tile, M, N);
+    auto a = ts::view<ts::bf16>(A.get(), {M, K});
+    auto w = ts::view<ts::bf16>(W.get(), {G, N, K});
+    auto tg = ts::view<ts::i32>(Tg.get(), {std::int64_t(layout.tile_group.size())});
+    auto launch_grouped = [&](void* out, cudaStream_t s) { k.launch(s, grid, a, w, tg, ts::view<ts::bf16>(out, {M, N})); };
+
+    // cuBLASLt: one GEMM per group over the group's tiles (its padding rows too), and one of all rows.
+    tb::lt_context lt;
+    const char* bytesW = static_cast<const char*>(W.get());
+    std::vector<std::unique_ptr<tb::lt_gemm>> per_group(G), per_group_f32(G);
+    for (std::int64_t g = 0; g < G; ++g) {
+      const std::int64_t padded = ts::cdiv(rows[g], std::int64_t(tile.bm)) * tile.bm;
+      if (padded == 0) continue;
+      per_group[g] = std::make_unique<tb::lt_gemm>(lt, padded, N, K, tb::out_type::bf16);
+      per_group_f32[g] = std::make_unique<tb::lt_gemm>(lt, padded, N, K, tb::out_type::f32);
+    }
+    auto launch_loop = [&](void* out, cudaStream_t s) {
+      for (std::int64_t g = 0; g < G; ++g)
+        if (per_group[g])
+          per_group[g]->run(A.as<char>() + layout.first_row[g] * K * 2, bytesW + g * N * K * 2,
+                            static_cast<char*>(out) + layout.first_row[g] * N * 2, s);
+    };
+    tb::lt_gemm cublas(lt, M, N, K, tb::out_type::bf16, tb::epilogue::none, nullptr, int(args.i64("cublas-algos", 1)));
+    std::printf("  cuBLASLt (all %lld rows by W[0], bf16 out): %s\n", (long long)M, cublas.algo_description().c_str());
+
+    if (!args.flag("no-check")) {
+      tb::device_buffer ref(M * N * 4), dense(M * N * 2);
+      tb::check_cuda(cudaMemsetAsync(ref.get(), 0, M * N * 4, stream), "zero the reference", __FILE__, __LINE__);
+      for (std::int64_t g = 0; g < G; ++g)
+        if (per_group_f32[g])
+          per_group_f32[g]->run(A.as<char>() + layout.first_row[g] * K * 2, bytesW + g * N * K * 2,
+                                ref.as<float>() + layout.first_row[g] * N, stream);
+      C.reset(stream);
+      launch_grouped(C.data(), stream);
+      const tb::guard_report gr = C.check(stream);
+      C.copy_to_dense(dense.get(), stream);
+      const tb::compare_stats got = tb::compare_bf16_f32(dense.get(), ref.as<float>(), M * N, stream);
+      tb::check_cuda(cudaMemsetAsync(Cloop.get(), 0, M * N * 2, stream), "zero the loop's C (it writes only the groups' rows)", __FILE__, __LINE__);
+      launch_loop(Cloop.get(), stream);
+      const tb::compare_stats loop = tb::compare_bf16_f32(Cloop.get(), ref.as<float>(), M * N, stream);
+      std::printf("  check:  grouped GEMM %s, %s\n          cuBLASLt per group %s\n", got.str().c_str(), gr.str().c_str(),
+                  loop.str().c_str());
+      if (!gr.ok() || !got.ok(1e-2) || !loop.ok(1e-2)) {
+        std::printf("FAILED: a result does not match the reference (relative Frobenius error < 1e-2, no NaN, "
+                    "guards intact)\n");
+        return 1;
+      }
+    }
+
+    tb::timing_config cfg;
+    cfg.batch = int(args.i64("iters", 20));
+    cfg.repeats = int(args.i64("repeats", 10));
+    cfg.warmup_ms = args.f64("warmup-ms", 1000);
+    std::vector<tb::launch_fn> candidates = {
+        [&](int, cudaStream_t s) { launch_grouped(C.data(), s); },
+        [&](int, cudaStream_t s) {
+          plain.launch(s, grid, a, ts::view<ts::bf16>(W.get(), {N, K}), ts::view<ts::bf16>(Cplain.get(), {M, N}));
+        },
+        [&](int, cudaStream_t s) { cublas.run(A.get(), W.get(), Ccublas.get(), s); },
+        [&](int, cudaStream_t s) { launch_loop(Cloop.get(), s); },
+    };
+    const std::vector<tb::timing> t = tb::time_interleaved(candidates, cfg, stream, &gpu->nvml);
+    const double flops = 2.0 * double(M) * double(N) * double(K);
+    const char* names[] = {"grouped GEMM (tessel)", "plain GEMM, all rows (tessel, same flops)",
+                           "cuBLASLt GEMM, all rows (same flops)", "cuBLASLt, one GEMM per group"};
+    for (std::size_t i = 0; i < t.size(); ++i)
+      std::printf("  %-44s %8.3f ms  %7.1f TFLOP/s  (enqueue %.1f us)\n", names[i], t[i].median_ms,
+                  tb::tflops(flops, t[i].median_ms), t[i].enqueue_us);
+    std::printf("  grouped / plain GEMM: %.3f   grouped / cuBLASLt GEMM: %.3f   grouped / cuBLASLt per group: %.3f   "
+                "(time ratios inverted: > 1 means the grouped GEMM is faster)\n",
+                t[1].median_ms / t[0].median_ms, t[2].median_ms / t[0].median_ms, t[3].median_ms / t[0].median_ms);
+    return 0;
+  });
+}
