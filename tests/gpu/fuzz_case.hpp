@@ -7,9 +7,9 @@
 // configurations (each compiled once per process, plus its launch-time layout variant and, for
 // operands that break TMA's rules, its multistage fallback). Every pool holds every schedule x
 // operand layout x epilogue once, and every value of tile, stages, cluster (cooperative and
-// pingpong), swizzle, decomposition (cooperative and pingpong 1x1), batching and whether operand
-// strides keep TMA's 16-byte rule, combined as the seed draws them, within what SelectSchedule
-// accepts. Each case picks one
+// pingpong), swizzle, decomposition (cooperative and pingpong 1x1), batching, whether operand
+// strides keep TMA's 16-byte rule and, where the swap applies, a tile of fewer than 64 rows,
+// combined as the seed draws them, within what SelectSchedule accepts. Each case picks one
 // configuration and draws its problem: M, N, K in 1..3000 biased toward 1, tile multiples +-1,
 // primes, K of one k-tile or of whole ring wraps, at most kMaxMacs multiply-adds (most cases are
 // small); leading dimensions tight, padded to 16-byte rows, or padded by odd amounts; C 16-byte
@@ -191,6 +191,18 @@ inline std::vector<fuzz_config> config_pool(std::uint64_t seed) {
                                       ts::decomposition::stream_k};
   const auto de = balanced(ds, unclustered.size(), r);
   for (std::size_t i = 0; i < unclustered.size(); ++i) unclustered[i]->decomposition = de[i];
+  // Tiles of fewer than 64 rows, computed transposed (tessel-swap-operands, docs/small-m.md), where
+  // the swap applies: TMA-fed, both operands K-major, no cluster, not batched, and strides TMA
+  // accepts (a launch that falls back to multistage cannot run a 16-row tile).
+  std::vector<fuzz_config*> swappable;
+  for (fuzz_config& c : pool)
+    if (c.schedule != ts::schedule::multistage && c.a_k_major && c.b_k_major && c.cluster[0] * c.cluster[1] == 1 &&
+        !c.batched && c.tma_strides)
+      swappable.push_back(&c);
+  constexpr std::array<int, 2> short_tiles[] = {{0, 0}, {16, 64}, {32, 128}, {8, 64}};  // {0, 0}: keep
+  const auto sh = balanced(short_tiles, swappable.size(), r);
+  for (std::size_t i = 0; i < swappable.size(); ++i)
+    if (sh[i][0]) swappable[i]->bm = sh[i][0], swappable[i]->bn = sh[i][1];
   return pool;
 }
 

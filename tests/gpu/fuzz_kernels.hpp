@@ -62,6 +62,10 @@ inline ts::kernel jit_kernel(const fuzz_config& c) {
   if (c.bm == 128 && c.bn == 128 && c.bk == 64) return jit_tile<128, 128, 64>(c);
   if (c.bm == 128 && c.bn == 256 && c.bk == 64) return jit_tile<128, 256, 64>(c);
   if (c.bm == 128 && c.bn == 128 && c.bk == 32) return jit_tile<128, 128, 32>(c);
+  // Fewer than 64 rows: computed transposed (docs/small-m.md).
+  if (c.bm == 16 && c.bn == 64 && c.bk == 64) return jit_tile<16, 64, 64>(c);
+  if (c.bm == 32 && c.bn == 128 && c.bk == 64) return jit_tile<32, 128, 64>(c);
+  if (c.bm == 8 && c.bn == 64 && c.bk == 64) return jit_tile<8, 64, 64>(c);
   throw ts::error("fuzz: tile " + std::to_string(c.bm) + "x" + std::to_string(c.bn) + "x" + std::to_string(c.bk) +
                   " is not instantiated in fuzz_kernels.hpp");
 }
