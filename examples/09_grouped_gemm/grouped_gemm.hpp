@@ -41,6 +41,49 @@ struct grouped_gemm {
   }
 };
 
+/// The experts of a SwiGLU MLP: H = silu(A W1[g]^T) * (A W3[g]^T) for the rows of group g, one dual
+/// GEMM (docs/dual-gemm.md: both dots share the A tile; cooperative, or pingpong with BM = 64).
+template <int BM_, int BN_, int BK_ = 64>
+struct grouped_swiglu {
+  static constexpr auto BM = ts::c<BM_>, BN = ts::c<BN_>, BK = ts::c<BK_>;
+
+  void operator()(ts::tensor<ts::bf16, 2> A, ts::tensor<ts::bf16, 3> W1, ts::tensor<ts::bf16, 3> W3,
+                  ts::tensor<ts::i32, 1> tile_group, ts::tensor<ts::bf16, 2> H) const {
+    auto m = ts::program_id(0) * BM, n = ts::program_id(1) * BN;
+    auto g = tile_group.at({ts::program_id(0)});
+    auto gate = ts::zeros<ts::f32>(BM, BN), up = ts::zeros<ts::f32>(BM, BN);
+    for (auto k : ts::range(0, A.size(1), BK)) {
+      auto a = A.load({m, k}, BM, BK);
+      gate += ts::dot(a, W1.load({g, n, k}, BN, BK).T());
+      up += ts::dot(a, W3.load({g, n, k}, BN, BK).T());
+    }
+    H.store({m, n}, ts::cast<ts::bf16>(ts::silu(gate) * up));
+  }
+};
+
+/// DeepSeek-V3's fp8 experts (DeepGEMM's m-grouped contiguous GEMM): e4m3 A and W, one f32 scale
+/// per row of A and 128-wide block of K (SA: ceil(K/128) x rows, rows contiguous), one per
+/// 128 x 128 block of each group's weights (SW: G x ceil(N/128) x ceil(K/128)), each k-step's
+/// product scaled before it is added (docs/fp8.md); bf16 out. BN divides 128.
+template <int BM_, int BN_>
+struct grouped_fp8_blockwise {
+  static_assert(128 % BN_ == 0, "grouped_fp8_blockwise: BN must divide 128 (one block of W per tile)");
+  static constexpr auto BM = ts::c<BM_>, BN = ts::c<BN_>, BK = ts::c<128>;
+
+  void operator()(ts::tensor<ts::f8e4m3, 2> A, ts::tensor<ts::f8e4m3, 3> W, ts::tensor<ts::f32, 2> SA,
+                  ts::tensor<ts::f32, 3> SW, ts::tensor<ts::i32, 1> tile_group, ts::tensor<ts::bf16, 2> C) const {
+    auto m = ts::program_id(0) * BM, n = ts::program_id(1) * BN;
+    auto g = tile_group.at({ts::program_id(0)});
+    auto acc = ts::zeros<ts::f32>(BM, BN);
+    for (auto k : ts::range(0, A.size(1), BK)) {
+      auto kb = k / BK;
+      auto d = ts::dot(A.load({m, k}, BM, BK), W.load({g, n, k}, BN, BK).T());
+      acc += d * (SA.load({kb, m}, BM) * SW.at({g, n / 128, kb})).col();
+    }
+    C.store({m, n}, ts::cast<ts::bf16>(acc));
+  }
+};
+
 /// Where the groups' rows lie in the stacked A and C (host side of the contiguous layout).
 struct contiguous_groups {
   std::vector<std::int64_t> first_row;   ///< group g's first row (a multiple of BM)

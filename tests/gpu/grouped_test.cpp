@@ -9,12 +9,18 @@
 // outside W). Groups of 0, 1 and BM + 1 rows, tail tiles of no group (-1) and a table entry past
 // the last group, N not a multiple of BN. Adjacent tiles of different groups under a persistent
 // schedule catch a group read once per CTA instead of once per tile.
+//
+// The same layout with a SwiGLU dual GEMM per group (GroupedSwiglu: H = silu(A W1[g]^T) *
+// (A W3[g]^T)) and with DeepSeek-V3's block-scaled fp8 (GroupedFp8Blockwise: per-row-and-K-block
+// scales of A, per-128x128-block scales of each group's weights, read at the tile's group).
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -145,5 +151,182 @@ std::vector<grouped_case> cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Grouped, GroupedGemm, ::testing::ValuesIn(cases()), case_name);
+
+// ---- the SwiGLU experts and the fp8 block-scaled experts ----------------------------------------
+
+struct variant_case {
+  ts::schedule schedule;
+  int bm, bn;
+  std::vector<std::int64_t> rows;
+  std::int64_t n, k, tail_tiles;
+  ts::decomposition decomposition = ts::decomposition::automatic;
+};
+
+std::string variant_name(const ::testing::TestParamInfo<variant_case>& info) {
+  const variant_case& c = info.param;
+  std::string s = std::string(tb::schedule_name(c.schedule)) + "_" + std::to_string(c.bm) + "x" + std::to_string(c.bn) + "_g";
+  for (std::int64_t r : c.rows) s += std::to_string(r) + "_";
+  s += "n" + std::to_string(c.n) + "_k" + std::to_string(c.k) + "_tail" + std::to_string(c.tail_tiles);
+  if (c.decomposition == ts::decomposition::stream_k) s += "_sk";
+  if (c.decomposition == ts::decomposition::data_parallel) s += "_dp";
+  return s;
+}
+
+examples::contiguous_groups layout_of(const variant_case& c) {
+  std::int64_t tiles = 0;
+  for (std::int64_t r : c.rows) tiles += ts::cdiv(r, std::int64_t(c.bm));
+  return examples::layout_groups(c.rows, c.bm, tiles + c.tail_tiles);
+}
+
+tb::device_buffer upload_i32(const std::vector<std::int32_t>& v) {
+  tb::device_buffer d(v.size() * 4);
+  EXPECT_EQ(cudaMemcpy(d.get(), v.data(), v.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  return d;
+}
+
+double silu(double x) { return x / (1 + std::exp(-x)); }
+
+class GroupedSwiglu : public ::testing::TestWithParam<variant_case> {};
+
+// H[r] = silu(A[r] W1[g]^T) * (A[r] W3[g]^T) for the group g of r's tile (0 for a tile of no
+// group: silu(0) * 0). Tolerance as dual_test.cpp's: one bf16 rounding, and the f32 accumulation
+// carried through the product.
+TEST_P(GroupedSwiglu, EveryRowMatchesItsGroup) {
+  TESSEL_REQUIRE_GPU();
+  const variant_case& c = GetParam();
+  ts::options o{.schedule = c.schedule, .decomposition = c.decomposition};
+  ts::kernel k;
+  ASSERT_NO_THROW(k = c.bm == 64 ? ts::jit(examples::grouped_swiglu<64, 128>{}, o)
+                                 : ts::jit(examples::grouped_swiglu<128, 128>{}, o));
+  const examples::contiguous_groups l = layout_of(c);
+  const std::int64_t G = std::int64_t(c.rows.size()), M = l.total_rows, N = c.n, K = c.k;
+  tb::device_buffer A(M * K * 2), W1(G * N * K * 2), W3(G * N * K * 2);
+  const tb::device_buffer T = upload_i32(l.tile_group);
+  tb::fill_uniform_bf16(A.get(), M * K, 5 + M);
+  tb::fill_uniform_bf16(W1.get(), G * N * K, 7 + N);
+  tb::fill_uniform_bf16(W3.get(), G * N * K, 9 + K);
+  const std::int64_t ldH = tb::padded_ld(N);
+  tb::guarded_output H(tb::guarded_matrix(M, N, ldH, 2));
+  H.reset();
+  const ts::grid grid{unsigned(l.tile_group.size()), unsigned(ts::cdiv(N, std::int64_t(c.bn)))};
+  ASSERT_NO_THROW(k.launch(nullptr, grid, ts::view<ts::bf16>(A.get(), {M, K}), ts::view<ts::bf16>(W1.get(), {G, N, K}),
+                           ts::view<ts::bf16>(W3.get(), {G, N, K}),
+                           ts::view<ts::i32>(T.get(), {std::int64_t(l.tile_group.size())}),
+                           ts::view<ts::bf16>(H.data(), {M, N}, {ldH, 1})));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
+  const std::vector<float> a = to_float(tb::to_host_bf16(A.get(), std::size_t(M * K))),
+                           w1 = to_float(tb::to_host_bf16(W1.get(), std::size_t(G * N * K))),
+                           w3 = to_float(tb::to_host_bf16(W3.get(), std::size_t(G * N * K)));
+  const tb::guard_report gr = H.check();
+  EXPECT_TRUE(gr.ok()) << gr.str();
+  int bad = 0;
+  for (std::int64_t i = 0; i < M; ++i) {
+    const std::int32_t grp = l.tile_group[std::size_t(i / c.bm)];
+    for (std::int64_t j = 0; j < N; ++j) {
+      double x = 0, y = 0, ex = 0, ey = 0;
+      if (grp >= 0 && grp < G)
+        for (std::int64_t kk = 0; kk < K; ++kk) {
+          const double p = double(a[i * K + kk]) * w1[(grp * N + j) * K + kk];
+          const double q = double(a[i * K + kk]) * w3[(grp * N + j) * K + kk];
+          x += p, y += q, ex += std::fabs(p), ey += std::fabs(q);
+        }
+      const double want = silu(x) * y;
+      const double tol = std::ldexp(std::fabs(want), -8) + 1e-5 * (std::fabs(y) * ex + std::fabs(x) * ey) +
+                         2e-6 * std::fabs(want) + 1e-7 * std::fabs(y) + 1e-6;
+      const double got = tb::bf16_to_float(std::uint16_t(H.bits(0, i, j)));
+      if (!(std::fabs(got - want) <= tol) && bad++ < 8)
+        ADD_FAILURE() << "H[" << i << "][" << j << "] (group " << grp << ") = " << got << ", want " << want
+                      << " (tol " << tol << ")";
+    }
+  }
+  EXPECT_EQ(bad, 0) << bad << " elements differ from the CPU reference";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Grouped, GroupedSwiglu,
+    ::testing::Values(variant_case{ts::schedule::cooperative, 128, 128, {300, 0, 129, 1, 517}, 136, 520, 2},
+                      variant_case{ts::schedule::cooperative, 128, 128, {700, 50, 900}, 136, 1032, 0,
+                                   ts::decomposition::stream_k},
+                      variant_case{ts::schedule::pingpong, 64, 128, {300, 0, 129, 1, 517}, 136, 520, 2},
+                      variant_case{ts::schedule::warp_specialized, 128, 128, {65, 64, 63}, 256, 200, 1},
+                      variant_case{ts::schedule::automatic, 64, 128, {300, 0, 129, 1, 517}, 136, 520, 2}),
+    variant_name);
+
+class GroupedFp8Blockwise : public ::testing::TestWithParam<variant_case> {};
+
+// C[r] = sum over K blocks kb of (A[r]_kb W[g]_kb^T) * SA[kb][r] * SW[g][n/128][kb], in double,
+// bf16 out; a tile of no group reads zero weights and scales. fp8_test.cpp's tolerance: 2^-10 of
+// the scaled sum of |products| (wgmma's fp8 accumulation) plus bf16's rounding.
+TEST_P(GroupedFp8Blockwise, EveryRowMatchesItsGroup) {
+  TESSEL_REQUIRE_GPU();
+  const variant_case& c = GetParam();
+  ts::options o{.schedule = c.schedule, .decomposition = c.decomposition};
+  ts::kernel k;
+  ASSERT_NO_THROW(k = c.bm == 64 ? ts::jit(examples::grouped_fp8_blockwise<64, 128>{}, o)
+                                 : ts::jit(examples::grouped_fp8_blockwise<128, 128>{}, o));
+  const examples::contiguous_groups l = layout_of(c);
+  const std::int64_t G = std::int64_t(c.rows.size()), M = l.total_rows, N = c.n, K = c.k;
+  const std::int64_t kb = ts::cdiv(K, std::int64_t(128)), nb = ts::cdiv(N, std::int64_t(128));
+  const auto e4 = tb::fp8_kind::e4m3;
+  const std::vector<std::uint8_t> a = tb::random_fp8(std::size_t(M * K), 3 + M, e4),
+                                  w = tb::random_fp8(std::size_t(G * N * K), 4 + N, e4);
+  std::mt19937 rng{static_cast<unsigned>(M + N + K)};
+  std::uniform_real_distribution<float> u(-10, -4);  // scales 2^-10 .. 2^-4, as an fp8 recipe's
+  std::vector<float> sa(std::size_t(kb * M)), sw(std::size_t(G * nb * kb));  // SA[kb][r], SW[g][nb][kb]
+  for (float& s : sa) s = std::exp2(u(rng));
+  for (float& s : sw) s = std::exp2(u(rng));
+  tb::device_buffer dA(a.size()), dW(w.size()), dSA(sa.size() * 4), dSW(sw.size() * 4);
+  ASSERT_EQ(cudaMemcpy(dA.get(), a.data(), a.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dW.get(), w.data(), w.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dSA.get(), sa.data(), sa.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dSW.get(), sw.data(), sw.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  const tb::device_buffer T = upload_i32(l.tile_group);
+  const std::int64_t ldC = tb::padded_ld(N);
+  tb::guarded_output C(tb::guarded_matrix(M, N, ldC, 2));
+  C.reset();
+  const ts::grid grid{unsigned(l.tile_group.size()), unsigned(ts::cdiv(N, std::int64_t(c.bn)))};
+  ASSERT_NO_THROW(k.launch(nullptr, grid, ts::view<ts::f8e4m3>(dA.get(), {M, K}),
+                           ts::view<ts::f8e4m3>(dW.get(), {G, N, K}), ts::view<ts::f32>(dSA.get(), {kb, M}),
+                           ts::view<ts::f32>(dSW.get(), {G, nb, kb}),
+                           ts::view<ts::i32>(T.get(), {std::int64_t(l.tile_group.size())}),
+                           ts::view<ts::bf16>(C.data(), {M, N}, {ldC, 1})));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
+  const tb::guard_report gr = C.check();
+  EXPECT_TRUE(gr.ok()) << gr.str();
+  int bad = 0;
+  for (std::int64_t i = 0; i < M; ++i) {
+    const std::int32_t grp = l.tile_group[std::size_t(i / c.bm)];
+    for (std::int64_t j = 0; j < N; ++j) {
+      double want = 0, scaled_abs = 0;
+      if (grp >= 0 && grp < G)
+        for (std::int64_t blk = 0; blk < kb; ++blk) {
+          double sum = 0, abs_sum = 0;
+          for (std::int64_t kk = blk * 128; kk < std::min(K, blk * 128 + 128); ++kk) {
+            const double p = tb::fp8_to_double(a[std::size_t(i * K + kk)], e4) *
+                             tb::fp8_to_double(w[std::size_t((grp * N + j) * K + kk)], e4);
+            sum += p, abs_sum += std::fabs(p);
+          }
+          const double s = double(sa[std::size_t(blk * M + i)]) * double(sw[std::size_t((grp * nb + j / 128) * kb + blk)]);
+          want += sum * s, scaled_abs += abs_sum * s;
+        }
+      const double tol = scaled_abs * std::ldexp(1.0, -10) + std::fabs(want) * (std::ldexp(1.0, -8) + 1e-6);
+      const double got = tb::bf16_to_float(std::uint16_t(C.bits(0, i, j)));
+      if (!(std::fabs(got - want) <= tol) && bad++ < 8)
+        ADD_FAILURE() << "C[" << i << "][" << j << "] (group " << grp << ") = " << got << ", want " << want
+                      << " (tol " << tol << ")";
+    }
+  }
+  EXPECT_EQ(bad, 0) << bad << " elements differ from the CPU reference";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Grouped, GroupedFp8Blockwise,
+    ::testing::Values(variant_case{ts::schedule::cooperative, 128, 128, {300, 0, 129, 1, 517}, 264, 720, 2},
+                      variant_case{ts::schedule::cooperative, 128, 128, {700, 50, 900}, 136, 2048, 0,
+                                   ts::decomposition::stream_k},
+                      variant_case{ts::schedule::pingpong, 64, 128, {300, 0, 129, 1, 517}, 264, 720, 2},
+                      variant_case{ts::schedule::warp_specialized, 128, 128, {65, 64, 63}, 256, 640, 1},
+                      variant_case{ts::schedule::automatic, 128, 128, {300, 0, 129, 1, 517}, 264, 720, 2}),
+    variant_name);
 
 }  // namespace

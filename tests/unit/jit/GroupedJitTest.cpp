@@ -1,0 +1,114 @@
+//===- GroupedJitTest.cpp - grouped GEMMs through the JIT, no GPU ---------===//
+//
+// The grouped GEMMs of examples/09_grouped_gemm (a group per row tile, read
+// from an i32 table with ts::tensor::at; W of rank 3, its group the leading
+// offset) compile to cubins in every schedule: the plain GEMM, the SwiGLU
+// experts (a dual GEMM) and DeepSeek-V3's block-scaled fp8 experts. In the
+// TMA-fed schedules the weights come through 3-d boxes; a 2x1 cluster, which
+// would multicast one B tile to row tiles of different groups, is an error at
+// ts::jit, verbatim. No GPU is needed (the numerics: tests/gpu/grouped_test.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "09_grouped_gemm/grouped_gemm.hpp"
+#include "jit_error.hpp"
+#include "scoped_env.hpp"
+
+namespace ts = tessel;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+namespace {
+
+class GroupedJit : public ::testing::Test {
+protected:
+  tessel_test::scoped_env fresh{"TESSEL_DISABLE_CACHE", "1"};
+};
+
+struct config {
+  const char* name;
+  ts::options options;
+};
+
+void expectGrouped(const ts::kernel& k, bool tmaFed) {
+  const std::string ptx = k.stage("ptx");
+  // The group read: a predicated 4-byte load of the table.
+  EXPECT_THAT(ptx, HasSubstr("ld.global.b32"));
+  if (tmaFed)
+    EXPECT_THAT(ptx, HasSubstr("cp.async.bulk.tensor.3d.shared::cluster.global"));  // W[g] boxes
+  EXPECT_THAT(k.stage("ptxas.log"), HasSubstr(" 0 bytes spill stores, 0 bytes spill loads"));
+}
+
+TEST_F(GroupedJit, GemmInEverySchedule) {
+  const config all[] = {
+      {"tma", {.schedule = ts::schedule::tma}},
+      {"multistage", {.schedule = ts::schedule::multistage}},
+      {"warp_specialized", {.schedule = ts::schedule::warp_specialized}},
+      {"cooperative", {.schedule = ts::schedule::cooperative}},
+      {"cooperative stream-k", {.schedule = ts::schedule::cooperative, .decomposition = ts::decomposition::stream_k}},
+      {"cooperative 1x2", {.schedule = ts::schedule::cooperative, .cluster = {1, 2}}},
+      {"pingpong", {.schedule = ts::schedule::pingpong}},
+      {"pingpong 1x2", {.schedule = ts::schedule::pingpong, .cluster = {1, 2}}},
+      {"automatic", {}},
+  };
+  for (const config& c : all) {
+    SCOPED_TRACE(c.name);
+    ts::kernel k;
+    ASSERT_NO_THROW(k = ts::jit(examples::grouped_gemm<128, 128>{}, c.options));
+    expectGrouped(k, c.options.schedule != ts::schedule::multistage);
+  }
+}
+
+TEST_F(GroupedJit, SwigluExpertsAreOneDualGemm) {
+  const config all[] = {
+      {"cooperative", {.schedule = ts::schedule::cooperative}},
+      {"warp_specialized", {.schedule = ts::schedule::warp_specialized}},
+      {"automatic", {}},
+  };
+  for (const config& c : all) {
+    SCOPED_TRACE(c.name);
+    ts::kernel k;
+    ASSERT_NO_THROW(k = ts::jit(examples::grouped_swiglu<128, 128>{}, c.options));
+    expectGrouped(k, true);
+    EXPECT_THAT(k.stage("ptx"), HasSubstr("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"));
+  }
+  ts::kernel k;
+  ASSERT_NO_THROW(k = ts::jit(examples::grouped_swiglu<64, 128>{}, {.schedule = ts::schedule::pingpong}));
+  expectGrouped(k, true);
+}
+
+TEST_F(GroupedJit, Fp8BlockwiseExperts) {
+  const config all[] = {
+      {"cooperative", {.schedule = ts::schedule::cooperative}},
+      {"warp_specialized", {.schedule = ts::schedule::warp_specialized}},
+      {"automatic", {}},
+  };
+  for (const config& c : all) {
+    SCOPED_TRACE(c.name);
+    ts::kernel k;
+    ASSERT_NO_THROW(k = ts::jit(examples::grouped_fp8_blockwise<128, 128>{}, c.options));
+    expectGrouped(k, true);
+    EXPECT_THAT(k.stage("ptx"), HasSubstr("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3"));
+  }
+  ts::kernel k;
+  ASSERT_NO_THROW(k = ts::jit(examples::grouped_fp8_blockwise<64, 128>{}, {.schedule = ts::schedule::pingpong}));
+  expectGrouped(k, true);
+}
+
+TEST_F(GroupedJit, APairAlongMCannotShareTheWeightsTile) {
+  for (ts::schedule s : {ts::schedule::cooperative, ts::schedule::pingpong}) {
+    SCOPED_TRACE(ts::to_string(s));
+    const std::string e = tessel_test::jit_error(examples::grouped_gemm<128, 128>{}, {.schedule = s, .cluster = {2, 1}});
+    EXPECT_THAT(e, HasSubstr("tessel: scheduling failed (kernel 'examples_grouped_gemm_128_128_64'):"));
+    EXPECT_THAT(e, HasSubstr("grouped_gemm.hpp:39:52: error: cluster 2x1 multicasts B's tile to the two CTAs of a "
+                             "pair along program_id(0), but its offsets depend on program_id(0): the two CTAs would "
+                             "need different tiles (use cluster 1x2 or 1x1)"));
+  }
+}
+
+}  // namespace
