@@ -270,6 +270,8 @@ std::optional<tessel::runtime::AutoGemmInfo> autoGemmInfo(mlir::ModuleOp module,
     if (g.mAxis == g.nAxis)
       g.mAxis = g.nAxis = -1;
     if (auto loop = dot->getParentOfType<mlir::scf::ForOp>())
+      g.tileTrips = mlir::tessel::tripCountDependsOnTile(loop);
+    if (auto loop = dot->getParentOfType<mlir::scf::ForOp>())
       if (auto dim = loop.getUpperBound().getDefiningOp<mlir::tessel::DimOp>())
         if (auto arg = mlir::dyn_cast<mlir::BlockArgument>(dim->getOperand(0))) {
           g.kArg = static_cast<int>(arg.getArgNumber());

@@ -74,6 +74,21 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
     return clustered ? tessel::decomposition::automatic : ruled;
   };
 
+  // R8. A trip count that depends on the tile (the k-loop's bounds read a program id: a
+  //     triangular GEMM's range(0, m + BM, BK)): cooperative and pingpong run every tile of a CTA
+  //     with one trip count (tessel-select-schedule rule 9), so warp_specialized, the
+  //     producer/consumer schedule of one tile per CTA (which also runs a scaled accumulation and
+  //     a dual GEMM), for tiles of at most 192 rows; tma beyond. Unmeasured: the first rule that
+  //     keeps such a program correct, not a speed measurement.
+  if (g.tileTrips) {
+    c.schedule = g.bm % 64 == 0 && g.bm <= 192 ? tessel::schedule::warp_specialized : tessel::schedule::tma;
+    explain(8, [&] {
+      return std::string("R8: the mainloop's trip count depends on the tile: ") +
+             (c.schedule == tessel::schedule::warp_specialized ? "warp_specialized" : "tma") +
+             " (one tile per CTA)";
+    });
+    return c;
+  }
   // R7. A scaled accumulation (acc += dot(a, b) * s, block-scaled fp8) runs in the consumer
   //     warpgroups only (tessel-select-schedule rule 8): cooperative, whose two consumers' wgmmas
   //     fill the tensor cores while the other adds its scaled partial, or pingpong for 64-row

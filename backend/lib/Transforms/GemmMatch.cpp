@@ -250,6 +250,14 @@ bool mlir::tessel::dependsOnProgramId(Value v, int64_t axis) {
   return false;
 }
 
+bool mlir::tessel::tripCountDependsOnTile(scf::ForOp loop) {
+  for (Value v : {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()})
+    for (int64_t axis = 0; axis < 3; ++axis)
+      if (dependsOnProgramId(v, axis))
+        return true;
+  return false;
+}
+
 AccumulatorView mlir::tessel::accumulatorView(Value v, ValueRange accs) {
   // Which parities of tessel.trans lie on the paths from `v` to an
   // accumulator: bit 0 even, bit 1 odd.

@@ -789,6 +789,22 @@ LogicalResult KernelBuilder::buildElementwise() {
 
 
 
+LogicalResult KernelBuilder::computeTripCount() {
+  // nk = max(0, ceil((ub - lb) / step)), from the program ids set now.
+  auto ubS = scalar(gemm->loop.getUpperBound());
+  auto lbS = scalar(gemm->loop.getLowerBound());
+  auto stepS = scalar(gemm->loop.getStep());
+  if (failed(ubS) || failed(lbS) || failed(stepS))
+    return failure();
+  lb = *lbS;
+  step = *stepS;
+  Value span = b.create<arith::SubIOp>(loc, *ubS, lb);
+  Value ceil = b.create<arith::DivSIOp>(
+      loc, b.create<arith::AddIOp>(loc, span, b.create<arith::SubIOp>(loc, step, i32(1))), step);
+  nk = b.create<arith::MaxSIOp>(loc, ceil, i32(0));
+  return success();
+}
+
 LogicalResult KernelBuilder::setupGemm() {
   auto tile = sched.getTile();
   BM = tile[0];
@@ -846,18 +862,14 @@ LogicalResult KernelBuilder::setupGemm() {
     clusterSync();
   }
 
-  // Trip count of the mainloop: nk = max(0, ceil((ub - lb) / step)).
-  auto ubS = scalar(gemm->loop.getUpperBound());
-  auto lbS = scalar(gemm->loop.getLowerBound());
-  auto stepS = scalar(gemm->loop.getStep());
-  if (failed(ubS) || failed(lbS) || failed(stepS))
+  // A trip count per tile needs one tile per CTA (tessel-select-schedule
+  // rule 9; an edited plan may say otherwise).
+  if (persistent && tripCountDependsOnTile(gemm->loop))
+    return gemm->loop.emitError("the mainloop's bounds depend on the tile: a persistent tile "
+                                "scheduler runs every tile of a CTA with one trip count (run "
+                                "tessel-select-schedule, which checks its rules)");
+  if (failed(computeTripCount()))
     return failure();
-  lb = *lbS;
-  step = *stepS;
-  Value span = b.create<arith::SubIOp>(loc, *ubS, lb);
-  Value ceil = b.create<arith::DivSIOp>(
-      loc, b.create<arith::AddIOp>(loc, span, b.create<arith::SubIOp>(loc, step, i32(1))), step);
-  nk = b.create<arith::MaxSIOp>(loc, ceil, i32(0));
   for (unsigned i : gemm->accIndices)
     accLoopResults.push_back(gemm->loop.getResult(i));
   return success();

@@ -31,7 +31,9 @@
 //      warp-specialized schedules). One stage cannot work: a stage is released
 //      one k-step late (once the next k-step's wgmma group is issued,
 //      wait_group 1), so the load of k-step 1 would wait for its own reader.
-//   5. Clusters 1x1, 2x1, 1x2, for the persistent schedules only.
+//   5. Clusters 1x1, 2x1, 1x2, for the persistent schedules only; the
+//      multicast operand's offsets must not depend on the program id the
+//      pair differs in (B and program_id(0) for 2x1, A and 1 for 1x2).
 //   6. Decomposition (option `decomposition`, options::decomposition):
 //      `stream_k = 1` (stream-K for the last wave, or for every tile of a
 //      small grid, where the kernel computes that it pays) for cooperative
@@ -48,6 +50,12 @@
 //      Lowering/Mma.cpp; `auto` picks cooperative, or pingpong for BM = 64), with
 //      at most 128 f32 registers of both per thread (64 x 128 per consumer
 //      row block). tma and multistage cannot: an error.
+//   9. The mainloop's trip count may depend on the tile (a triangular GEMM's
+//      `range(0, m + BM, BK)`, GemmMatch.h tripCountDependsOnTile) in the
+//      schedules that run one tile per CTA (tma, warp_specialized,
+//      multistage); cooperative and pingpong size every tile of a CTA (and
+//      the stream-K split) with one trip count: an error, and `auto` takes
+//      warp_specialized for a scaled accumulation.
 //
 // Schedule `multistage` (cp.async + ldmatrix + mma.sync, Lowering/Multistage.h)
 // has its own rules:
@@ -106,10 +114,14 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
                                  "cooperative, pingpong or auto)";
       kind = *k;
     }
+    // 9. A trip count that differs between tiles (below).
+    const bool tileTrips = tripCountDependsOnTile(m.loop);
     // 8. Scaled accumulations run in the consumer warpgroups.
     if (m.scaled()) {
       if (scheduleName == "auto")
-        kind = m.tileM == 64 ? ScheduleKind::pingpong : ScheduleKind::cooperative;
+        kind = tileTrips      ? ScheduleKind::warp_specialized
+               : m.tileM == 64 ? ScheduleKind::pingpong
+                               : ScheduleKind::cooperative;
       if (kind == ScheduleKind::tma || kind == ScheduleKind::multistage)
         return m.dot.emitError()
                << "schedule '" << stringifyScheduleKind(kind)
@@ -127,6 +139,12 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
                << " gives each consumer " << rowBlocks * 64 << " x " << m.tileN
                << " (use BN <= 128, and BM = 64 for pingpong)";
     }
+    if (tileTrips && (kind == ScheduleKind::cooperative || kind == ScheduleKind::pingpong))
+      return m.loop.emitError()
+             << "the mainloop's bounds depend on the tile (they read a program_id): schedule '"
+             << stringifyScheduleKind(kind)
+             << "' runs every tile of a CTA with one trip count; use 'warp_specialized', 'tma' or "
+                "'multistage'";
     if (kind == ScheduleKind::multistage && StringRef(cluster) != "1x1")
       return m.dot.emitError() << "cluster " << cluster << " needs a persistent schedule "
                                << "(cooperative or pingpong), got 'multistage'";

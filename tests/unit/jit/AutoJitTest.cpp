@@ -12,7 +12,9 @@
 
 #include <string>
 
+#include "jit_error.hpp"
 #include "scoped_env.hpp"
+#include "triangular_kernels.hpp"
 #include "02_gemm/gemm.hpp"
 
 namespace ts = tessel;
@@ -130,6 +132,29 @@ TEST(AutoJit, ShortTilesAreRuledAsTheTransposeTheyCompute) {
   EXPECT_THAT(log, HasSubstr("the deepest ring that fits, whole tiles (>= 64 tiles along N) (N: the program's, the "
                              "transposed tile's M)"));
   EXPECT_THAT(log, HasSubstr("compiling variant 'pingpong-dp-smax'"));
+}
+
+// A k-loop whose trip count depends on the tile (a triangular GEMM) runs where every CTA computes
+// one tile: automatic takes warp_specialized (R8), cooperative and pingpong refuse it verbatim,
+// and multistage computes the count from the tile's rastered program ids.
+TEST(AutoJit, TripCountsPerTileRunOneTilePerCta) {
+  tessel_test::scoped_env fresh{"TESSEL_DISABLE_CACHE", "1"};
+  tessel_test::scoped_env verbose{"TESSEL_VERBOSE", "1"};
+  ::testing::internal::CaptureStderr();
+  ts::kernel k = ts::jit(tessel_test::gemm_triangular<128, 128>{}, {.schedule = ts::schedule::automatic});
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(log, HasSubstr("R8: the mainloop's trip count depends on the tile: warp_specialized (one tile per CTA)"));
+  EXPECT_THAT(k.stage("select-schedule"), HasSubstr("kind = warp_specialized"));
+  for (ts::schedule s : {ts::schedule::cooperative, ts::schedule::pingpong}) {
+    const std::string e = tessel_test::jit_error(tessel_test::gemm_triangular<128, 128>{}, {.schedule = s});
+    EXPECT_THAT(e, HasSubstr("triangular_kernels.hpp:20:28: error: the mainloop's bounds depend on the tile (they "
+                             "read a program_id): schedule '" +
+                             std::string(ts::to_string(s)) +
+                             "' runs every tile of a CTA with one trip count; use 'warp_specialized', 'tma' or "
+                             "'multistage'"));
+  }
+  ts::kernel ms = ts::jit(tessel_test::gemm_triangular<128, 128>{}, {.schedule = ts::schedule::multistage});
+  EXPECT_THAT(ms.stage("select-schedule"), HasSubstr("kind = multistage"));
 }
 
 TEST(AutoJit, WideTileIsCooperative) {

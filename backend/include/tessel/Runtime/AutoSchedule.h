@@ -40,6 +40,9 @@ struct AutoGemmInfo {
   /// A scaled accumulation (acc += dot(a, b) * s: block-scaled fp8), which only the consumer
   /// warpgroups of cooperative and pingpong (and warp_specialized) can run (rule R7).
   bool scaled = false;
+  /// The mainloop's trip count depends on the tile (its bounds read a program id: a triangular
+  /// GEMM), which only the schedules of one tile per CTA run (rule R8).
+  bool tileTrips = false;
   dtype type = dtype::bf16;    ///< the dot's operand element type
   /// Where K comes from at launch: sizes[kDim] of argument kArg (the traced k-loop's upper bound);
   /// kArg = -1 when the program's loop bound is not an argument's dimension (K then counts as
@@ -59,7 +62,7 @@ struct AutoChoice {
   tessel::decomposition decomposition = tessel::decomposition::automatic;
   /// 0: the user's options::stages; tessel::stages_max: the deepest ring that fits (R6).
   int stages = 0;
-  /// The rule's line that decided: 0..7 (R0..R7 in AutoSchedule.cpp).
+  /// The rule's line that decided: 0..8 (R0..R8 in AutoSchedule.cpp).
   int rule = -1;
   bool operator==(const AutoChoice& o) const {
     return schedule == o.schedule && decomposition == o.decomposition && stages == o.stages;

@@ -155,6 +155,13 @@ Operation *tileIndexOf(Value offset, int64_t extent);
 /// operand tile a CTA cluster multicasts must not (SelectSchedule rule 5).
 bool dependsOnProgramId(Value v, int64_t axis);
 
+/// Whether the mainloop's trip count may differ between tiles: a bound (or
+/// the step) depends on a program id, as in a triangular GEMM's
+/// `ts::range(0, m + BM, BK)` or a K read per tile with ts::tensor::at. The
+/// persistent schedules run every tile of a CTA with one trip count
+/// (SelectSchedule rule 9); multistage computes it from the tile's program ids.
+bool tripCountDependsOnTile(scf::ForOp loop);
+
 /// Warp tiling of schedule `multistage` (shared by tessel-select-schedule, which
 /// checks it, and the kernel builder): a BM x BN CTA tile is split into
 /// warpsM x warpsN warps of wm x wn. A side of at least 128 (and a multiple of

@@ -134,6 +134,10 @@ private:
   LogicalResult buildSignature();
   LogicalResult buildGemm();
   LogicalResult setupGemm();
+  /// lb, step and nk (the mainloop's trip count) from the program ids set
+  /// now: once in setupGemm, again where a tile's ids are set when the trip
+  /// count depends on the tile (multistage's grouped raster).
+  LogicalResult computeTripCount();
   /// hopper.warp_specialize (Roles.cpp): checks its regions' steps, then
   /// lowerInlineProducer (producer "inline": schedule tma) or
   /// lowerProducerConsumers (producer "warpgroup": warp_specialized,

@@ -513,6 +513,10 @@ LogicalResult KernelBuilder::lowerAllWarps() {
   // each other's mainloops); 8 warps: one, with the whole register file.
   kernel->setAttr("nvvm.minctasm", b.getI32IntegerAttr(threads <= 128 ? 2 : 1));
   msRasterProgramIds();
+  // A trip count that depends on the tile (a triangular GEMM's bounds): from
+  // the rastered ids that the tile's loads use, not from %ctaid.
+  if (tripCountDependsOnTile(gemm->loop) && failed(computeTripCount()))
+    return failure();
 
   Value warp = b.create<arith::DivUIOp>(loc, tid, i32(32));
   p.lane = b.create<arith::RemUIOp>(loc, tid, i32(32));
