@@ -51,6 +51,8 @@ constexpr const char* kUsage = R"(usage: tessel-grouped-gemm [options]
 /// --rows, or G seeded counts in [M/2, 3M/2].
 std::vector<std::int64_t> group_rows(const tb::cli& args, std::uint64_t seed) {
   std::vector<std::int64_t> rows;
+  if (args.has("rows") && (args.has("groups") || args.has("m")))
+    throw tb::usage_error("--rows gives every group's rows: it cannot be combined with --groups or --m");
   if (args.has("rows")) {
     const std::string s = args.str("rows", "");
     std::size_t at = 0;
@@ -100,13 +102,13 @@ int main(int argc, char** argv) {
     const tb::tile_shape tile =
         tb::parse_tile(args.str("tile", schedule == ts::schedule::pingpong ? "128x128" : "128x256"));
     const std::vector<std::int64_t> rows = group_rows(args, seed);
-    if (rows.empty()) throw tb::usage_error("--rows: at least one group");
     const std::int64_t G = std::int64_t(rows.size());
     std::int64_t needed_tiles = 0, useful_rows = 0;
     for (std::int64_t r : rows) needed_tiles += ts::cdiv(r, std::int64_t(tile.bm)), useful_rows += r;
     const examples::contiguous_groups layout = examples::layout_groups(rows, tile.bm, needed_tiles + tail);
     const std::int64_t M = layout.total_rows;
-    if (M == 0) throw tb::usage_error("every group is empty and --tail-tiles is 0: nothing to compute");
+    // (The check's relative error needs a nonzero reference.)
+    if (useful_rows == 0) throw tb::usage_error("--rows: every group is empty, nothing to compute");
     const bool no_run = args.flag("no-run");
     std::string dump_dir = args.str("dump-dir", no_run ? "tessel-grouped-gemm-dump" : "");
     const ts::options opts = tb::example_options(args, schedule, dump_dir);

@@ -7,9 +7,10 @@
 // configurations (each compiled once per process, plus its launch-time layout variant and, for
 // operands that break TMA's rules, its multistage fallback). Every pool holds every schedule x
 // operand layout x epilogue once, and every value of tile, stages, cluster (cooperative and
-// pingpong), swizzle, decomposition (cooperative and pingpong 1x1), batching, whether operand
-// strides keep TMA's 16-byte rule and, where the swap applies, a tile of fewer than 64 rows,
-// combined as the seed draws them, within what SelectSchedule accepts. Each case picks one
+// pingpong), swizzle, decomposition (cooperative and pingpong 1x1), batching and whether operand
+// strides keep TMA's 16-byte rule, combined as the seed draws them, within what SelectSchedule
+// accepts; plus kShortEntries entries with tiles of fewer than 64 rows (computed transposed by
+// tessel-swap-operands), each TMA-fed schedule once, where the swap applies. Each case picks one
 // configuration and draws its problem: M, N, K in 1..3000 biased toward 1, tile multiples +-1,
 // primes, K of one k-tile or of whole ring wraps, at most kMaxMacs multiply-adds (most cases are
 // small); leading dimensions tight, padded to 16-byte rows, or padded by odd amounts; C 16-byte
@@ -112,7 +113,11 @@ struct fuzz_case {
   }
 };
 
-inline constexpr int kPoolSize = 40;
+/// schedule x layout x epilogue, then the short tiles: tma, warp_specialized, cooperative and
+/// pingpong with 16x64, 32x128 or 8x64 (docs/small-m.md), TN, no cluster, not batched, strides TMA
+/// accepts (a launch that falls back to multistage cannot run a 16-row tile).
+inline constexpr int kBaseEntries = 40, kShortEntries = 4;
+inline constexpr int kPoolSize = kBaseEntries + kShortEntries;
 /// Most multiply-adds of one case (batch x M x N x K; of 85% of the cases: an eighth of it): the
 /// CPU computes the reference.
 inline constexpr std::int64_t kMaxMacs = std::int64_t(1) << 24;
@@ -136,16 +141,27 @@ std::vector<T> balanced(const T (&values)[N], std::size_t count, rng& r) {
 
 }  // namespace detail
 
-/// The configurations of `seed`: entry i has schedule i % 5, layout (i / 5) % 4 (TN, NN, NT, TT)
-/// and the fused epilogue when (i / 20) is odd; every other attribute takes each of its values
-/// about equally often among the entries it applies to, in an order drawn from the seed.
+/// The configurations of `seed`: entry i < kBaseEntries has schedule i % 5, layout (i / 5) % 4 (TN,
+/// NN, NT, TT) and the fused epilogue when (i / 20) is odd; the kShortEntries after them have
+/// tiles of fewer than 64 rows (kPoolSize). Every other attribute takes each of its values about
+/// equally often among the entries it applies to, in an order drawn from the seed.
 inline std::vector<fuzz_config> config_pool(std::uint64_t seed) {
   using detail::balanced;
   rng r(seed, ~std::uint64_t(0));  // not a case's stream
   std::vector<fuzz_config> pool(kPoolSize);
-  std::vector<fuzz_config*> ms, wide, persistent, tma_fed;  // multistage; may take BN 256; ...
+  std::vector<fuzz_config*> ms, wide, persistent, tma_fed, shorts;  // multistage; may take BN 256; ...
+  std::vector<fuzz_config*> unclustered;  // stream-K needs a 1x1 cluster
   for (int i = 0; i < kPoolSize; ++i) {
     fuzz_config& c = pool[std::size_t(i)];
+    if (i >= kBaseEntries) {
+      constexpr ts::schedule swap_schedules[] = {ts::schedule::tma, ts::schedule::warp_specialized,
+                                                 ts::schedule::cooperative, ts::schedule::pingpong};
+      c.schedule = swap_schedules[(i - kBaseEntries) % 4];
+      shorts.push_back(&c);
+      tma_fed.push_back(&c);
+      if (c.persistent()) unclustered.push_back(&c);
+      continue;
+    }
     c.schedule = kSchedules[i % 5];
     const int layout = (i / 5) % 4;
     c.a_k_major = layout == 0 || layout == 3;
@@ -171,6 +187,16 @@ inline std::vector<fuzz_config> config_pool(std::uint64_t seed) {
     pool[i].batched = ba[i] == 1;
     pool[i].tma_strides = strides[i] == 1;
   }
+  constexpr std::array<int, 2> short_tiles[] = {{16, 64}, {32, 128}, {8, 64}};
+  constexpr int epilogues[] = {0, 1};
+  const auto sh = balanced(short_tiles, shorts.size(), r);
+  const auto ep = balanced(epilogues, shorts.size(), r);
+  for (std::size_t i = 0; i < shorts.size(); ++i) {
+    shorts[i]->bm = sh[i][0], shorts[i]->bn = sh[i][1];
+    shorts[i]->bias_relu = ep[i] == 1;
+    shorts[i]->batched = false;
+    shorts[i]->tma_strides = true;
+  }
   constexpr std::array<int, 3> ms_tiles[] = {{128, 128, 32}, {128, 128, 64}, {128, 256, 64}};
   const auto mt = balanced(ms_tiles, ms.size(), r);
   for (std::size_t i = 0; i < ms.size(); ++i) ms[i]->bm = mt[i][0], ms[i]->bn = mt[i][1], ms[i]->bk = mt[i][2];
@@ -182,7 +208,6 @@ inline std::vector<fuzz_config> config_pool(std::uint64_t seed) {
   for (std::size_t i = 0; i < tma_fed.size(); ++i) tma_fed[i]->swizzle = sw[i];
   constexpr std::array<int, 2> clusters[] = {{1, 1}, {1, 1}, {2, 1}, {1, 2}};
   const auto cl = balanced(clusters, persistent.size(), r);
-  std::vector<fuzz_config*> unclustered;  // stream-K needs a 1x1 cluster
   for (std::size_t i = 0; i < persistent.size(); ++i) {
     persistent[i]->cluster = cl[i];
     if (cl[i][0] * cl[i][1] == 1) unclustered.push_back(persistent[i]);
@@ -191,18 +216,6 @@ inline std::vector<fuzz_config> config_pool(std::uint64_t seed) {
                                       ts::decomposition::stream_k};
   const auto de = balanced(ds, unclustered.size(), r);
   for (std::size_t i = 0; i < unclustered.size(); ++i) unclustered[i]->decomposition = de[i];
-  // Tiles of fewer than 64 rows, computed transposed (tessel-swap-operands, docs/small-m.md), where
-  // the swap applies: TMA-fed, both operands K-major, no cluster, not batched, and strides TMA
-  // accepts (a launch that falls back to multistage cannot run a 16-row tile).
-  std::vector<fuzz_config*> swappable;
-  for (fuzz_config& c : pool)
-    if (c.schedule != ts::schedule::multistage && c.a_k_major && c.b_k_major && c.cluster[0] * c.cluster[1] == 1 &&
-        !c.batched && c.tma_strides)
-      swappable.push_back(&c);
-  constexpr std::array<int, 2> short_tiles[] = {{0, 0}, {16, 64}, {32, 128}, {8, 64}};  // {0, 0}: keep
-  const auto sh = balanced(short_tiles, swappable.size(), r);
-  for (std::size_t i = 0; i < swappable.size(); ++i)
-    if (sh[i][0]) swappable[i]->bm = sh[i][0], swappable[i]->bn = sh[i][1];
   return pool;
 }
 

@@ -269,14 +269,14 @@ std::optional<tessel::runtime::AutoGemmInfo> autoGemmInfo(mlir::ModuleOp module,
     g.nAxis = gridAxisOf(dot.getB(), g.bn);
     if (g.mAxis == g.nAxis)
       g.mAxis = g.nAxis = -1;
-    if (auto loop = dot->getParentOfType<mlir::scf::ForOp>())
+    if (auto loop = dot->getParentOfType<mlir::scf::ForOp>()) {
       g.tileTrips = mlir::tessel::tripCountDependsOnTile(loop);
-    if (auto loop = dot->getParentOfType<mlir::scf::ForOp>())
       if (auto dim = loop.getUpperBound().getDefiningOp<mlir::tessel::DimOp>())
         if (auto arg = mlir::dyn_cast<mlir::BlockArgument>(dim->getOperand(0))) {
           g.kArg = static_cast<int>(arg.getArgNumber());
           g.kDim = static_cast<int>(dim.getAxis());
         }
+    }
     g.user = o;
     info = g;
   });

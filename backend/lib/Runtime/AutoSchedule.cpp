@@ -78,10 +78,13 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
   //     triangular GEMM's range(0, m + BM, BK)): cooperative and pingpong run every tile of a CTA
   //     with one trip count (tessel-select-schedule rule 9), so warp_specialized, the
   //     producer/consumer schedule of one tile per CTA (which also runs a scaled accumulation and
-  //     a dual GEMM), for tiles of at most 192 rows; tma beyond. Unmeasured: the first rule that
-  //     keeps such a program correct, not a speed measurement.
+  //     a dual GEMM), for tiles of at most 192 rows; tma beyond, except for a scaled accumulation,
+  //     which only warp_specialized can run here (a 256-row one then fails with its BM rule). A
+  //     user's cluster stays (a non-persistent schedule then refuses it, naming it). Unmeasured:
+  //     the rule keeps such a program correct; it is not a speed measurement.
   if (g.tileTrips) {
-    c.schedule = g.bm % 64 == 0 && g.bm <= 192 ? tessel::schedule::warp_specialized : tessel::schedule::tma;
+    c.schedule = g.scaled || (g.bm % 64 == 0 && g.bm <= 192) ? tessel::schedule::warp_specialized
+                                                             : tessel::schedule::tma;
     explain(8, [&] {
       return std::string("R8: the mainloop's trip count depends on the tile: ") +
              (c.schedule == tessel::schedule::warp_specialized ? "warp_specialized" : "tma") +

@@ -5,6 +5,7 @@
 #include "tessel/Dialect/Hopper/Hopper.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseSet.h"
 #include "mlir/IR/Matchers.h"
 
@@ -239,8 +240,21 @@ bool mlir::tessel::dependsOnProgramId(Value v, int64_t axis) {
     if (!seen.insert(x).second)
       continue;
     Operation *op = x.getDefiningOp();
-    if (!op)
-      continue; // a kernel argument or the mainloop's index
+    if (!op) {
+      // A kernel argument is the same for every tile; a loop's index takes
+      // lb + i * step; any other block argument (a loop-carried value, a
+      // region's argument) is taken to depend on the tile.
+      auto arg = cast<BlockArgument>(x);
+      Operation *owner = arg.getOwner()->getParentOp();
+      if (isa<func::FuncOp>(owner))
+        continue;
+      if (auto loop = dyn_cast<scf::ForOp>(owner); loop && x == loop.getInductionVar()) {
+        work.push_back(loop.getLowerBound());
+        work.push_back(loop.getStep());
+        continue;
+      }
+      return true;
+    }
     if (auto pid = dyn_cast<ProgramIdOp>(op); pid && pid.getAxis() == axis)
       return true;
     if (isa<hopper::TileSchedulerOp>(op) && cast<OpResult>(x).getResultNumber() == axis)

@@ -862,11 +862,14 @@ LogicalResult KernelBuilder::setupGemm() {
     clusterSync();
   }
 
-  // A trip count per tile needs one tile per CTA (tessel-select-schedule
-  // rule 9; an edited plan may say otherwise).
-  if (persistent && tripCountDependsOnTile(gemm->loop))
-    return gemm->loop.emitError("the mainloop's bounds depend on the tile: a persistent tile "
-                                "scheduler runs every tile of a CTA with one trip count (run "
+  // A trip count per tile: a persistent walk carries the ring position as a
+  // running sum (forEachUnit), which neither the stream-K split (one count
+  // for every tile) nor a cluster's pair (one k-walk for two tiles) can
+  // (tessel-select-schedule rule 9; an edited plan may say otherwise).
+  tileTrips = tripCountDependsOnTile(gemm->loop);
+  if (tileTrips && persistent && (schedulerOp.getStreamK() || clusterSize > 1))
+    return gemm->loop.emitError("the mainloop's bounds depend on the tile: the stream-K split and "
+                                "a CTA cluster need one trip count for every tile (run "
                                 "tessel-select-schedule, which checks its rules)");
   if (failed(computeTripCount()))
     return failure();

@@ -51,11 +51,14 @@
 //      at most 128 f32 registers of both per thread (64 x 128 per consumer
 //      row block). tma and multistage cannot: an error.
 //   9. The mainloop's trip count may depend on the tile (a triangular GEMM's
-//      `range(0, m + BM, BK)`, GemmMatch.h tripCountDependsOnTile) in the
-//      schedules that run one tile per CTA (tma, warp_specialized,
-//      multistage); cooperative and pingpong size every tile of a CTA (and
-//      the stream-K split) with one trip count: an error, and `auto` takes
-//      warp_specialized for a scaled accumulation.
+//      `range(0, m + BM, BK)`, GemmMatch.h tripCountDependsOnTile). The
+//      schedules of one tile per CTA compute it from the tile's program ids;
+//      cooperative and pingpong carry each tile's ring position as a running
+//      sum (TileScheduler.cpp, forEachUnitWithTrips), with whole tiles and a
+//      1x1 cluster only: the stream-K split and a cluster's pair need one
+//      trip count for every tile (decomposition auto takes whole tiles,
+//      stream-k and clusters are errors). `auto` takes warp_specialized for
+//      a scaled accumulation.
 //
 // Schedule `multistage` (cp.async + ldmatrix + mma.sync, Lowering/Multistage.h)
 // has its own rules:
@@ -139,12 +142,17 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
                << " gives each consumer " << rowBlocks * 64 << " x " << m.tileN
                << " (use BN <= 128, and BM = 64 for pingpong)";
     }
-    if (tileTrips && (kind == ScheduleKind::cooperative || kind == ScheduleKind::pingpong))
-      return m.loop.emitError()
-             << "the mainloop's bounds depend on the tile (they read a program_id): schedule '"
-             << stringifyScheduleKind(kind)
-             << "' runs every tile of a CTA with one trip count; use 'warp_specialized', 'tma' or "
-                "'multistage'";
+    if (tileTrips && (kind == ScheduleKind::cooperative || kind == ScheduleKind::pingpong)) {
+      if (StringRef(cluster) != "1x1")
+        return m.loop.emitError()
+               << "the mainloop's bounds depend on the tile (they read a program_id): cluster "
+               << cluster << " walks one k-range for the two tiles of a pair; use cluster 1x1";
+      if (decomposition == "stream-k")
+        return m.loop.emitError()
+               << "the mainloop's bounds depend on the tile (they read a program_id): "
+                  "decomposition stream-k splits the k-iterations of tiles that must all have "
+                  "one trip count; use data-parallel";
+    }
     if (kind == ScheduleKind::multistage && StringRef(cluster) != "1x1")
       return m.dot.emitError() << "cluster " << cluster << " needs a persistent schedule "
                                << "(cooperative or pingpong), got 'multistage'";
@@ -318,7 +326,8 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
     //    `auto` takes stream-K wherever it can (the kernel still decides
     //    per launch whether it pays; docs/benchmarks.md runs 15, 18, 19).
     bool streamKable =
-        (kind == ScheduleKind::cooperative || kind == ScheduleKind::pingpong) && cx * cy == 1;
+        (kind == ScheduleKind::cooperative || kind == ScheduleKind::pingpong) && cx * cy == 1 &&
+        !tileTrips;
     int64_t streamK = 0;
     if (decomposition == "auto") {
       streamK = streamKable ? 1 : 0;

@@ -5,6 +5,7 @@
 // RUN: tessel-opt %inputs/gemm_alpha_beta_128x128.mlir -tessel-select-schedule="schedule=pingpong" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=PREFETCH
 // RUN: sed 's/%C\[%m, %n\]/%C[%c0, %n]/' %inputs/gemm_128x256.mlir | tessel-opt -tessel-select-schedule -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=NOCLIP
 // RUN: tessel-opt %inputs/grouped_gemm_128x128.mlir -tessel-select-schedule="schedule=cooperative" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=GROUPED
+// RUN: tessel-opt %inputs/gemm_triangular_128x128.mlir -tessel-select-schedule="schedule=pingpong" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=TRIPS
 
 // The tma schedule: one extern dynamic shared base, TMA descriptors as byval
 // grid_constant params, a parity-waited mbarrier ring (hopper ops), wgmma from
@@ -108,3 +109,24 @@ func.func @x_three_times(%X: !tessel.ref<1 x f32>, %Y: !tessel.ref<1 x f32>) att
 // GROUPED: %[[G:.*]] = llvm.inline_asm has_side_effects {{.*}}ld.global.b32
 // GROUPED: %[[GI:.*]] = llvm.bitcast %[[G]] : i32 to i32
 // GROUPED: hopper.tma.load %arg21[%{{.*}}, %{{.*}}, %[[GI]]]
+
+// A trip count per tile in a persistent schedule (a triangular GEMM, pingpong):
+// each role's tile loop carries the ring position of its unit's first k-step,
+// the running sum of the earlier units' counts. The producer adds its unit's;
+// consumer 1 starts after unit 0's, and each consumer adds its own unit's and
+// the next one's, which the other consumer takes.
+// TRIPS: scf.for %{{.*}} step %c1_i32{{.*}} iter_args(%[[PB:.*]] = %c0_i32{{.*}}) -> (i32)
+// TRIPS: hopper.tma.load
+// TRIPS: hopper.tma.load
+// TRIPS-NEXT: }
+// TRIPS-NEXT: %[[PN:.*]] = arith.addi %[[PB]], %{{.*}} : i32
+// TRIPS-NEXT: scf.yield %[[PN]] : i32
+// TRIPS: %[[B0:.*]] = scf.if %{{.*}} -> (i32)
+// TRIPS: scf.for %{{.*}} step %c2_i32 iter_args(%{{.*}} = %[[B0]]) -> (i32)
+// TRIPS: %[[NEXT:.*]] = scf.if %{{.*}} -> (i32)
+// TRIPS: %[[OTHER:.*]] = arith.maxsi %{{.*}}, %{{.*}} : i32
+// TRIPS-NEXT: %[[BOTH:.*]] = arith.addi %[[OWN:.*]], %[[OTHER]] : i32
+// TRIPS-NEXT: scf.yield %[[BOTH]] : i32
+// TRIPS-NEXT: } else {
+// TRIPS-NEXT: scf.yield %[[OWN]] : i32
+// TRIPS: scf.yield %[[NEXT]] : i32

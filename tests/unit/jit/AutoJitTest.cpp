@@ -134,10 +134,11 @@ TEST(AutoJit, ShortTilesAreRuledAsTheTransposeTheyCompute) {
   EXPECT_THAT(log, HasSubstr("compiling variant 'pingpong-dp-smax'"));
 }
 
-// A k-loop whose trip count depends on the tile (a triangular GEMM) runs where every CTA computes
-// one tile: automatic takes warp_specialized (R8), cooperative and pingpong refuse it verbatim,
-// and multistage computes the count from the tile's rastered program ids.
-TEST(AutoJit, TripCountsPerTileRunOneTilePerCta) {
+// A k-loop whose trip count depends on the tile (a triangular GEMM): automatic takes
+// warp_specialized (R8); cooperative and pingpong build it with whole tiles (no stream-K) and
+// refuse stream-K and clusters verbatim; multistage computes the count from the tile's rastered
+// program ids.
+TEST(AutoJit, TripCountsPerTile) {
   tessel_test::scoped_env fresh{"TESSEL_DISABLE_CACHE", "1"};
   tessel_test::scoped_env verbose{"TESSEL_VERBOSE", "1"};
   ::testing::internal::CaptureStderr();
@@ -146,12 +147,19 @@ TEST(AutoJit, TripCountsPerTileRunOneTilePerCta) {
   EXPECT_THAT(log, HasSubstr("R8: the mainloop's trip count depends on the tile: warp_specialized (one tile per CTA)"));
   EXPECT_THAT(k.stage("select-schedule"), HasSubstr("kind = warp_specialized"));
   for (ts::schedule s : {ts::schedule::cooperative, ts::schedule::pingpong}) {
-    const std::string e = tessel_test::jit_error(tessel_test::gemm_triangular<128, 128>{}, {.schedule = s});
-    EXPECT_THAT(e, HasSubstr("triangular_kernels.hpp:20:28: error: the mainloop's bounds depend on the tile (they "
-                             "read a program_id): schedule '" +
-                             std::string(ts::to_string(s)) +
-                             "' runs every tile of a CTA with one trip count; use 'warp_specialized', 'tma' or "
-                             "'multistage'"));
+    SCOPED_TRACE(ts::to_string(s));
+    ts::kernel p = ts::jit(tessel_test::gemm_triangular<128, 128>{}, {.schedule = s});
+    EXPECT_THAT(p.stage("select-schedule"), HasSubstr(std::string("kind = ") + ts::to_string(s)));
+    EXPECT_THAT(p.stage("select-schedule"), Not(HasSubstr("stream_k")));
+    EXPECT_THAT(p.stage("ptxas.log"), HasSubstr(" 0 bytes spill stores, 0 bytes spill loads"));
+    EXPECT_THAT(tessel_test::jit_error(tessel_test::gemm_triangular<128, 128>{},
+                                       {.schedule = s, .decomposition = ts::decomposition::stream_k}),
+                HasSubstr("triangular_kernels.hpp:20:28: error: the mainloop's bounds depend on the tile (they read a "
+                          "program_id): decomposition stream-k splits the k-iterations of tiles that must all have "
+                          "one trip count; use data-parallel"));
+    EXPECT_THAT(tessel_test::jit_error(tessel_test::gemm_triangular<128, 128>{}, {.schedule = s, .cluster = {2, 1}}),
+                HasSubstr("triangular_kernels.hpp:20:28: error: the mainloop's bounds depend on the tile (they read a "
+                          "program_id): cluster 2x1 walks one k-range for the two tiles of a pair; use cluster 1x1"));
   }
   ts::kernel ms = ts::jit(tessel_test::gemm_triangular<128, 128>{}, {.schedule = ts::schedule::multistage});
   EXPECT_THAT(ms.stage("select-schedule"), HasSubstr("kind = multistage"));

@@ -151,8 +151,10 @@ Operation *tileIndexOf(Value offset, int64_t extent);
 /// Whether the scalar `v` depends on the program id of grid axis `axis`: a
 /// tessel.program_id of that axis (or the hopper.tile_scheduler result that
 /// replaced it) lies in its backward slice, through any op, including the
-/// offsets of a tessel.load_element (a tile's group read from a table). The
-/// operand tile a CTA cluster multicasts must not (SelectSchedule rule 5).
+/// offsets of a tessel.load_element (a tile's group read from a table), a
+/// loop index through its lower bound and step. Kernel arguments do not;
+/// any other block argument (a loop-carried value) is taken to. The operand
+/// tile a CTA cluster multicasts must not (SelectSchedule rule 5).
 bool dependsOnProgramId(Value v, int64_t axis);
 
 /// Whether the mainloop's trip count may differ between tiles: a bound (or

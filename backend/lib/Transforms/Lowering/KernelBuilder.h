@@ -166,6 +166,10 @@ private:
   /// ids of each unit's tile and calls body(unit index, unit).
   LogicalResult forEachUnit(const TileWalk &w, Value start, int64_t step,
                             function_ref<LogicalResult(Value, WorkUnit)> body);
+  /// forEachUnit for a trip count per tile (tileTrips, persistent): each
+  /// unit's ring position is the running sum of the earlier units' counts.
+  LogicalResult forEachUnitWithTrips(const TileWalk &w, Value start, int64_t step,
+                                     function_ref<LogicalResult(Value, WorkUnit)> body);
   /// Tile r of a gx x gy grid -> (x, y) in grouped raster order.
   std::pair<Value, Value> groupedRaster(Value r, Value gx, Value gy);
   /// Grouped raster order: remaps %ctaid to the user's program ids so that
@@ -436,6 +440,10 @@ private:
   /// fragment of column c + j * outBN, which the same thread holds).
   void selectAccRegisters(Value acc, int64_t r);
   Value lb, step, nk;
+  /// The mainloop's trip count depends on the tile (tripCountDependsOnTile):
+  /// recomputed wherever a tile's program ids are set, and a persistent walk
+  /// carries each unit's ring position as a running sum (forEachUnit).
+  bool tileTrips = false;
   /// While promote evaluates a scaled accumulation: the k offset (i32)
   /// that replaces the mainloop's induction variable, and that tiles loaded
   /// in the loop may be read element by element.

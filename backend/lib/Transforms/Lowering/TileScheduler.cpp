@@ -113,8 +113,81 @@ KernelBuilder::TileWalk KernelBuilder::walkTiles() {
   return w;
 }
 
+// A trip count per tile (tileTrips; whole tiles of a persistent walk, 1x1
+// cluster): unit i's k-steps start at ring position base_i = nk_0 + ... +
+// nk_(i-1), not i * nk. Every role walks units start, start + step, ... and
+// carries base through its tile loop; a role that skips units (pingpong's
+// consumers, step 2) computes the skipped unit's nk too, from that unit's
+// program ids, so that producer and consumers agree on every position:
+//
+//   base = start > 0 && unitCount > 0 ? nk(unit 0) : 0      (start is 0 or 1)
+//   for i = start; i < unitCount; i += step:                  iter_args(base)
+//     ids(unit i); nk_i = trip count;  body(i, {kBegin 0, kEnd nk_i, base})
+//     next = base + nk_i (+ nk(unit i + 1) if step = 2 and i + 1 < unitCount)
+//     yield next
+LogicalResult KernelBuilder::forEachUnitWithTrips(const TileWalk &w, Value start, int64_t step,
+                                                  function_ref<LogicalResult(Value, WorkUnit)> body) {
+  if (w.streamK || step > 2)
+    return fn.emitError("a trip count per tile needs whole tiles and at most two roles per unit");
+  auto tileOf = [&](Value i) {
+    return b.create<arith::AddIOp>(loc, w.firstTile, b.create<arith::MulIOp>(loc, i, w.tileStride)).getResult();
+  };
+  // The trip count of unit i (sets the program ids of its tile).
+  auto tripsOf = [&](Value i) -> FailureOr<Value> {
+    setProgramIds(tileOf(i));
+    if (failed(computeTripCount()))
+      return failure();
+    return nk;
+  };
+  Value base0 = i32(0);
+  if (step == 2) {
+    Value skipsFirst = b.create<arith::AndIOp>(
+        loc, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ugt, start, i32(0)),
+        b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ugt, w.unitCount, i32(0)));
+    auto ifOp = b.create<scf::IfOp>(loc, TypeRange{b.getI32Type()}, skipsFirst, /*withElse=*/true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    FailureOr<Value> n0 = tripsOf(i32(0));
+    if (failed(n0))
+      return failure();
+    b.create<scf::YieldOp>(loc, *n0);
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    b.create<scf::YieldOp>(loc, i32(0));
+    base0 = ifOp.getResult(0);
+  }
+  auto tiles = b.create<scf::ForOp>(loc, start, w.unitCount, i32(step), ValueRange{base0});
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(tiles.getBody());
+  Value i = tiles.getInductionVar(), base = tiles.getRegionIterArgs()[0];
+  FailureOr<Value> trips = tripsOf(i);
+  if (failed(trips))
+    return failure();
+  Value own = *trips;
+  if (failed(body(i, WorkUnit{Value(), i32(0), own, base})))
+    return failure();
+  Value next = b.create<arith::AddIOp>(loc, base, own);
+  if (step == 2) {
+    Value i1 = b.create<arith::AddIOp>(loc, i, i32(1));
+    Value hasNext = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, i1, w.unitCount);
+    auto ifOp = b.create<scf::IfOp>(loc, TypeRange{b.getI32Type()}, hasNext, /*withElse=*/true);
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    FailureOr<Value> other = tripsOf(i1);
+    if (failed(other))
+      return failure();
+    b.create<scf::YieldOp>(loc, b.create<arith::AddIOp>(loc, next, *other).getResult());
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    b.create<scf::YieldOp>(loc, next);
+    next = ifOp.getResult(0);
+  }
+  b.create<scf::YieldOp>(loc, next);
+  return success();
+}
+
 LogicalResult KernelBuilder::forEachUnit(const TileWalk &w, Value start, int64_t step,
                                          function_ref<LogicalResult(Value, WorkUnit)> body) {
+  if (tileTrips && persistent)
+    return forEachUnitWithTrips(w, start, step, body);
   auto tiles = b.create<scf::ForOp>(loc, start, w.unitCount, i32(step));
   OpBuilder::InsertionGuard g(b);
   b.setInsertionPointToStart(tiles.getBody());
