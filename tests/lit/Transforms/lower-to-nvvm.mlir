@@ -101,13 +101,14 @@ func.func @x_three_times(%X: !tessel.ref<1 x f32>, %Y: !tessel.ref<1 x f32>) att
 // PREFETCH: llvm.inline_asm has_side_effects {{.*}}@p ld.global.b16 $0, [$1];{{.*}}"=h,l,r,~{memory}"
 
 // A grouped GEMM's B offset is read from a table at the tile's program id
-// (tessel.load_element): in a persistent schedule the producer reads it for
-// each tile it walks (in the tile loop, here per k-step), from the tile's
-// program id, and the B copy takes that group as its outermost coordinate.
-// GROUPED: scf.for %{{.*}} : i32 {
+// (tessel.load_element): in a persistent schedule the producer reads it once
+// per tile it walks, before the tile's k-loop (readTileTables, Ring.cpp), and
+// the B copy takes that group as its outermost coordinate.
 // GROUPED: scf.for %{{.*}} : i32 {
 // GROUPED: %[[G:.*]] = llvm.inline_asm has_side_effects {{.*}}ld.global.b32
-// GROUPED: %[[GI:.*]] = llvm.bitcast %[[G]] : i32 to i32
+// GROUPED-NEXT: %[[GI:.*]] = llvm.bitcast %[[G]] : i32 to i32
+// GROUPED: scf.for %{{.*}} : i32 {
+// GROUPED-NOT: ld.global.b32
 // GROUPED: hopper.tma.load %arg21[%{{.*}}, %{{.*}}, %[[GI]]]
 
 // A trip count per tile in a persistent schedule (a triangular GEMM, pingpong):

@@ -378,6 +378,11 @@ private:
   LogicalResult emitStores(function_ref<LogicalResult(StoreOp)> perStore);
   /// TMA loads of tile `j` into stage `s` (both i32), then expect_tx.
   LogicalResult issueStage(Value j, Value s);
+  /// Reads, at the current insertion point, every tensor element an operand
+  /// load's offsets read outside the mainloop (a grouped GEMM's group,
+  /// `tile_group.at({program_id(0)})`), so that the producer's k-loop reuses
+  /// them instead of loading them again at every k-step (Ring.cpp).
+  LogicalResult readTileTables();
   /// Whether an operand tile at `rowOffset` of `rows` rows may load a box
   /// clipped to the tensor's rows (LowerToNVVM.cpp).
   bool clipsSafely(Value rowOffset, int64_t rows);

@@ -96,6 +96,49 @@ LogicalResult KernelBuilder::issueStage(Value j, Value s) {
   return success();
 }
 
+// A grouped GEMM's B offset reads the tile's group from a table
+// (tessel.load_element, defined before the mainloop). The scalar cache would
+// emit that load where the offsets are first needed, inside the producer's
+// k-loop, and an ld.global with side effects is not hoisted by LLVM: one load
+// per k-step. Reading it once per tile, before the k-loop:
+//
+//   scf.for %tile ... {                         scf.for %tile ... {
+//     scf.for %j ... {                            %g = ld.global [table + tile]
+//       %g = ld.global [table + tile]    ==>      scf.for %j ... {
+//       hopper.tma.load %W[%k, %n, %g]              hopper.tma.load %W[%k, %n, %g]
+//
+// Only element reads whose offsets do not depend on the k-loop's index;
+// kernels without them are unchanged.
+LogicalResult KernelBuilder::readTileTables() {
+  Value iv = gemm->loop.getInductionVar();
+  auto outsideLoop = [&](Value v) {
+    return !gemm->loop->isAncestor(v.getParentBlock()->getParentOp());
+  };
+  for (hopper::AsyncLoadOp load : asyncLoads)
+    for (Value off : load.getOffsets()) {
+      SmallVector<Value> work{off};
+      llvm::DenseSet<Value> seen;
+      while (!work.empty()) {
+        Value x = work.pop_back_val();
+        if (!seen.insert(x).second)
+          continue;
+        Operation *op = x.getDefiningOp();
+        if (!op)
+          continue;
+        if (auto le = dyn_cast<LoadElementOp>(op)) {
+          bool perK = llvm::any_of(le.getOffsets(), [&](Value o) {
+            return o == iv || !outsideLoop(o);
+          });
+          if (outsideLoop(x) && !perK && failed(scalar(x)))
+            return failure();
+          continue;
+        }
+        llvm::append_range(work, op->getOperands());
+      }
+    }
+  return success();
+}
+
 // One operand tile of `inner` x `outer` elements (OperandLayout.h), e.g. an
 // MN-major A tile, BM = 128, BK = 64, 64B swizzle (32 elements per row):
 //

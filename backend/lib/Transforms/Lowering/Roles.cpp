@@ -315,6 +315,8 @@ LogicalResult KernelBuilder::lowerProducerConsumers() {
     auto one = b.create<scf::IfOp>(loc, TypeRange{}, elected, false);
     b.setInsertionPointToStart(one.thenBlock());
     LogicalResult r = forEachTile(i32(0), 1, [&](Value, WorkUnit u) -> LogicalResult {
+      if (failed(readTileTables()))
+        return failure();
       auto kLoop = b.create<scf::ForOp>(loc, u.kBegin, u.kEnd, i32(1));
       OpBuilder::InsertionGuard g2(b);
       // The tile's epilogue operands into L2 once its loads are issued
