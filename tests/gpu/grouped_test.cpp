@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_util.h"
@@ -74,6 +75,27 @@ std::vector<float> to_float(const std::vector<std::uint16_t>& v) {
   return f;
 }
 
+/// Compares every element (i, j) of `out` (after out.check()) with ref(i, j, g), {want, tol} for
+/// g the group of row i's tile, or -1 where that tile has no group in 0..G-1; reports the first 8
+/// misses and their count.
+template <class Ref>
+void expect_rows_match(const tb::guarded_output& out, const examples::contiguous_groups& l, std::int64_t bm,
+                       std::int64_t G, std::int64_t N, const char* name, Ref ref) {
+  int bad = 0;
+  for (std::int64_t i = 0; i < l.total_rows; ++i) {
+    std::int32_t grp = l.tile_group[std::size_t(i / bm)];
+    if (grp >= G) grp = -1;
+    for (std::int64_t j = 0; j < N; ++j) {
+      const auto [want, tol] = ref(i, j, grp);
+      const double got = tb::bf16_to_float(std::uint16_t(out.bits(0, i, j)));
+      if (!(std::fabs(got - want) <= tol) && bad++ < 8)
+        ADD_FAILURE() << name << "[" << i << "][" << j << "] (tile " << i / bm << ", group " << grp << ") = " << got
+                      << ", want " << want << " (tol " << tol << ")";
+    }
+  }
+  EXPECT_EQ(bad, 0) << bad << " elements differ from the CPU reference";
+}
+
 class GroupedGemm : public ::testing::TestWithParam<grouped_case> {};
 
 TEST_P(GroupedGemm, EveryRowMatchesItsGroup) {
@@ -107,22 +129,12 @@ TEST_P(GroupedGemm, EveryRowMatchesItsGroup) {
                            w = to_float(tb::to_host_bf16(W.get(), std::size_t(G * c.n * c.k)));
   const tb::guard_report g = C.check();
   EXPECT_TRUE(g.ok()) << "C in rows of " << ldC << ": " << g.str();
-  int bad = 0;
-  for (std::int64_t i = 0; i < M; ++i) {
-    const std::int32_t grp = l.tile_group[std::size_t(i / BM)];
-    for (std::int64_t j = 0; j < c.n; ++j) {
-      double want = 0;
-      if (grp >= 0 && grp < G)
-        for (std::int64_t kk = 0; kk < c.k; ++kk)
-          want += double(a[i * c.k + kk]) * double(w[(grp * c.n + j) * c.k + kk]);
-      const float got = tb::bf16_to_float(std::uint16_t(C.bits(0, i, j)));
-      const double tol = tessel_gpu_test::sample_tol(want, c.k);
-      if (!(std::abs(got - want) <= tol) && bad++ < 8)
-        ADD_FAILURE() << "C[" << i << "][" << j << "] (tile " << i / BM << ", group " << grp << ") = " << got
-                      << ", CPU " << want << " (tol " << tol << ")";
-    }
-  }
-  EXPECT_EQ(bad, 0) << bad << " elements differ from the CPU reference";
+  expect_rows_match(C, l, BM, G, c.n, "C", [&](std::int64_t i, std::int64_t j, std::int32_t grp) {
+    double want = 0;
+    if (grp >= 0)
+      for (std::int64_t kk = 0; kk < c.k; ++kk) want += double(a[i * c.k + kk]) * double(w[(grp * c.n + j) * c.k + kk]);
+    return std::pair{want, tessel_gpu_test::sample_tol(want, c.k)};
+  });
 }
 
 std::vector<grouped_case> cases() {
@@ -219,27 +231,18 @@ TEST_P(GroupedSwiglu, EveryRowMatchesItsGroup) {
                            w3 = to_float(tb::to_host_bf16(W3.get(), std::size_t(G * N * K)));
   const tb::guard_report gr = H.check();
   EXPECT_TRUE(gr.ok()) << gr.str();
-  int bad = 0;
-  for (std::int64_t i = 0; i < M; ++i) {
-    const std::int32_t grp = l.tile_group[std::size_t(i / c.bm)];
-    for (std::int64_t j = 0; j < N; ++j) {
-      double x = 0, y = 0, ex = 0, ey = 0;
-      if (grp >= 0 && grp < G)
-        for (std::int64_t kk = 0; kk < K; ++kk) {
-          const double p = double(a[i * K + kk]) * w1[(grp * N + j) * K + kk];
-          const double q = double(a[i * K + kk]) * w3[(grp * N + j) * K + kk];
-          x += p, y += q, ex += std::fabs(p), ey += std::fabs(q);
-        }
-      const double want = silu(x) * y;
-      const double tol = std::ldexp(std::fabs(want), -8) + 1e-5 * (std::fabs(y) * ex + std::fabs(x) * ey) +
-                         2e-6 * std::fabs(want) + 1e-7 * std::fabs(y) + 1e-6;
-      const double got = tb::bf16_to_float(std::uint16_t(H.bits(0, i, j)));
-      if (!(std::fabs(got - want) <= tol) && bad++ < 8)
-        ADD_FAILURE() << "H[" << i << "][" << j << "] (group " << grp << ") = " << got << ", want " << want
-                      << " (tol " << tol << ")";
-    }
-  }
-  EXPECT_EQ(bad, 0) << bad << " elements differ from the CPU reference";
+  expect_rows_match(H, l, c.bm, G, N, "H", [&](std::int64_t i, std::int64_t j, std::int32_t grp) {
+    double x = 0, y = 0, ex = 0, ey = 0;
+    if (grp >= 0)
+      for (std::int64_t kk = 0; kk < K; ++kk) {
+        const double p = double(a[i * K + kk]) * w1[(grp * N + j) * K + kk];
+        const double q = double(a[i * K + kk]) * w3[(grp * N + j) * K + kk];
+        x += p, y += q, ex += std::fabs(p), ey += std::fabs(q);
+      }
+    const double want = silu(x) * y;
+    return std::pair{want, std::ldexp(std::fabs(want), -8) + 1e-5 * (std::fabs(y) * ex + std::fabs(x) * ey) +
+                               2e-6 * std::fabs(want) + 1e-7 * std::fabs(y) + 1e-6};
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -293,30 +296,21 @@ TEST_P(GroupedFp8Blockwise, EveryRowMatchesItsGroup) {
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
   const tb::guard_report gr = C.check();
   EXPECT_TRUE(gr.ok()) << gr.str();
-  int bad = 0;
-  for (std::int64_t i = 0; i < M; ++i) {
-    const std::int32_t grp = l.tile_group[std::size_t(i / c.bm)];
-    for (std::int64_t j = 0; j < N; ++j) {
-      double want = 0, scaled_abs = 0;
-      if (grp >= 0 && grp < G)
-        for (std::int64_t blk = 0; blk < kb; ++blk) {
-          double sum = 0, abs_sum = 0;
-          for (std::int64_t kk = blk * 128; kk < std::min(K, blk * 128 + 128); ++kk) {
-            const double p = tb::fp8_to_double(a[std::size_t(i * K + kk)], e4) *
-                             tb::fp8_to_double(w[std::size_t((grp * N + j) * K + kk)], e4);
-            sum += p, abs_sum += std::fabs(p);
-          }
-          const double s = double(sa[std::size_t(blk * M + i)]) * double(sw[std::size_t((grp * nb + j / 128) * kb + blk)]);
-          want += sum * s, scaled_abs += abs_sum * s;
+  expect_rows_match(C, l, c.bm, G, N, "C", [&](std::int64_t i, std::int64_t j, std::int32_t grp) {
+    double want = 0, scaled_abs = 0;
+    if (grp >= 0)
+      for (std::int64_t blk = 0; blk < kb; ++blk) {
+        double sum = 0, abs_sum = 0;
+        for (std::int64_t kk = blk * 128; kk < std::min(K, blk * 128 + 128); ++kk) {
+          const double p = tb::fp8_to_double(a[std::size_t(i * K + kk)], e4) *
+                           tb::fp8_to_double(w[std::size_t((grp * N + j) * K + kk)], e4);
+          sum += p, abs_sum += std::fabs(p);
         }
-      const double tol = scaled_abs * std::ldexp(1.0, -10) + std::fabs(want) * (std::ldexp(1.0, -8) + 1e-6);
-      const double got = tb::bf16_to_float(std::uint16_t(C.bits(0, i, j)));
-      if (!(std::fabs(got - want) <= tol) && bad++ < 8)
-        ADD_FAILURE() << "C[" << i << "][" << j << "] (group " << grp << ") = " << got << ", want " << want
-                      << " (tol " << tol << ")";
-    }
-  }
-  EXPECT_EQ(bad, 0) << bad << " elements differ from the CPU reference";
+        const double s = double(sa[std::size_t(blk * M + i)]) * double(sw[std::size_t((grp * nb + j / 128) * kb + blk)]);
+        want += sum * s, scaled_abs += abs_sum * s;
+      }
+    return std::pair{want, scaled_abs * std::ldexp(1.0, -10) + std::fabs(want) * (std::ldexp(1.0, -8) + 1e-6)};
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -64,7 +64,10 @@ TEST_F(GroupedJit, GemmInEverySchedule) {
   }
 }
 
-TEST_F(GroupedJit, SwigluExpertsAreOneDualGemm) {
+/// Expert kernel `Wide` (128x128) in cooperative, warp_specialized and automatic, as one wgmma of
+/// `wgmma`; `Narrow` (64x128) in pingpong.
+template <class Wide, class Narrow>
+void expectExperts(const std::string& wgmma) {
   const config all[] = {
       {"cooperative", {.schedule = ts::schedule::cooperative}},
       {"warp_specialized", {.schedule = ts::schedule::warp_specialized}},
@@ -73,31 +76,23 @@ TEST_F(GroupedJit, SwigluExpertsAreOneDualGemm) {
   for (const config& c : all) {
     SCOPED_TRACE(c.name);
     ts::kernel k;
-    ASSERT_NO_THROW(k = ts::jit(examples::grouped_swiglu<128, 128>{}, c.options));
+    ASSERT_NO_THROW(k = ts::jit(Wide{}, c.options));
     expectGrouped(k, true);
-    EXPECT_THAT(k.stage("ptx"), HasSubstr("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"));
+    EXPECT_THAT(k.stage("ptx"), HasSubstr(wgmma));
   }
   ts::kernel k;
-  ASSERT_NO_THROW(k = ts::jit(examples::grouped_swiglu<64, 128>{}, {.schedule = ts::schedule::pingpong}));
+  ASSERT_NO_THROW(k = ts::jit(Narrow{}, {.schedule = ts::schedule::pingpong}));
   expectGrouped(k, true);
 }
 
+TEST_F(GroupedJit, SwigluExpertsAreOneDualGemm) {
+  expectExperts<examples::grouped_swiglu<128, 128>, examples::grouped_swiglu<64, 128>>(
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16");
+}
+
 TEST_F(GroupedJit, Fp8BlockwiseExperts) {
-  const config all[] = {
-      {"cooperative", {.schedule = ts::schedule::cooperative}},
-      {"warp_specialized", {.schedule = ts::schedule::warp_specialized}},
-      {"automatic", {}},
-  };
-  for (const config& c : all) {
-    SCOPED_TRACE(c.name);
-    ts::kernel k;
-    ASSERT_NO_THROW(k = ts::jit(examples::grouped_fp8_blockwise<128, 128>{}, c.options));
-    expectGrouped(k, true);
-    EXPECT_THAT(k.stage("ptx"), HasSubstr("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3"));
-  }
-  ts::kernel k;
-  ASSERT_NO_THROW(k = ts::jit(examples::grouped_fp8_blockwise<64, 128>{}, {.schedule = ts::schedule::pingpong}));
-  expectGrouped(k, true);
+  expectExperts<examples::grouped_fp8_blockwise<128, 128>, examples::grouped_fp8_blockwise<64, 128>>(
+      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3");
 }
 
 TEST_F(GroupedJit, APairAlongMCannotShareTheWeightsTile) {

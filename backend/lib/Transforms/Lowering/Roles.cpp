@@ -517,7 +517,7 @@ LogicalResult KernelBuilder::lowerAllWarps() {
   msRasterProgramIds();
   // A trip count that depends on the tile (a triangular GEMM's bounds): from
   // the rastered ids that the tile's loads use, not from %ctaid.
-  if (tripCountDependsOnTile(gemm->loop) && failed(computeTripCount()))
+  if (tileTrips && failed(computeTripCount()))
     return failure();
 
   Value warp = b.create<arith::DivUIOp>(loc, tid, i32(32));
