@@ -41,6 +41,30 @@ struct grouped_gemm {
   }
 };
 
+/// The masked layout (DeepGEMM's m-grouped masked GEMM, for decode): A is G x M_max x K and C
+/// G x M_max x N, one fixed-capacity block of rows per group, and `group_rows[g]` (i32, on the
+/// device: an earlier kernel wrote it, so a CUDA graph can replay the launch) says how many of group
+/// g's rows hold tokens. The grid covers every group's capacity, (cdiv(M_max, BM), cdiv(N, BN), G);
+/// a tile past its group's rows ("dead") has no k-steps, so it reads no weights, and stores past
+/// C's rows, so it writes nothing (out-of-bounds elements are not written). A live tile computes
+/// and writes all BM of its rows, the padding rows past group_rows[g] from A's padding rows.
+template <int BM_, int BN_, int BK_ = 64>
+struct grouped_gemm_masked {
+  static constexpr auto BM = ts::c<BM_>, BN = ts::c<BN_>, BK = ts::c<BK_>;
+
+  void operator()(ts::tensor<ts::bf16, 3> A, ts::tensor<ts::bf16, 3> W, ts::tensor<ts::i32, 1> group_rows,
+                  ts::tensor<ts::bf16, 3> C) const {
+    auto g = ts::program_id(2);
+    auto m = ts::program_id(0) * BM, n = ts::program_id(1) * BN;
+    ts::index rows = group_rows.at({g});           // group g's rows that hold tokens
+    auto live = ts::min(ts::max(rows - m, 0), 1);  // 1 if this tile holds one of them, else 0
+    auto acc = ts::zeros<ts::f32>(BM, BN);
+    for (auto k : ts::range(0, live * A.size(2), BK))  // a dead tile: no k-steps, no weights read
+      acc += ts::dot(A.load({g, m, k}, BM, BK), W.load({g, n, k}, BN, BK).T());
+    C.store({g, m + (1 - live) * C.size(1), n}, ts::cast<ts::bf16>(acc));  // a dead tile: past C's rows
+  }
+};
+
 /// The experts of a SwiGLU MLP: H = silu(A W1[g]^T) * (A W3[g]^T) for the rows of group g, one dual
 /// GEMM (docs/dual-gemm.md: both dots share the A tile; cooperative, or pingpong with BM = 64).
 template <int BM_, int BN_, int BK_ = 64>

@@ -10,10 +10,18 @@
 //   * cuBLASLt's GEMM of the same size (one weight matrix);
 //   * cuBLASLt, one GEMM per group: what a user without a grouped kernel launches.
 //
+// With --masked, the masked layout (decode; grouped_gemm_masked): A G x M_max x K, C G x M_max x N,
+// group g's first rows[g] rows hold tokens, the counts read on the device. Checked the same way (and
+// every element of a tile past its group's rows must still hold the NaN poison: such tiles write
+// nothing); timed against the same kernel with every group full (a batched GEMM of all M_max rows:
+// what the launch costs without the counts) and one cuBLASLt GEMM per group of its rows.
+//
 //   tessel-grouped-gemm [--groups 8 --m 2048 | --rows R0,R1,...] [--n 4096 --k 4096] [--schedule cooperative]
 //                       [--tile 128x256] [--tail-tiles T] [--dump-dir DIR] [--no-run] [--check|--no-check]
+//   tessel-grouped-gemm --masked --m-max 256 [--groups 32 --m 48 | --rows ...] [--tile 64x128] ...
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -33,15 +41,20 @@ namespace {
 
 constexpr const char* kUsage = R"(usage: tessel-grouped-gemm [options]
   --groups G          number of groups (experts)                                            (default 8)
-  --m M               mean rows per group: group g gets a seeded random count in [M/2, 3M/2] (default 2048)
+  --m M               mean rows per group: group g gets a seeded random count in [M/2, 3M/2]
+                                                                        (default 2048; --masked: 64)
   --rows R0,R1,...    the rows of each group instead (0 allowed)
   --n N --k K         each group's weights are N x K                                        (default 4096 each)
   --tail-tiles T      T more row tiles of no group (tile_group -1) after the last group      (default 0)
-  --schedule NAME     tma | multistage | warp_specialized | cooperative | pingpong | auto  (default cooperative)
+  --schedule NAME     tma | multistage | warp_specialized | cooperative | pingpong | auto
+                                                          (default cooperative; --masked: auto)
   --tile BMxBN        128x256, 128x192, 192x128, 128x128, (cooperative) 256x192, 256x128, 64x128, 64x64
-                                                                  (default 128x256; pingpong: 128x128)
+                                                 (default 128x256; pingpong: 128x128; --masked: 64x128)
   --stages S / --decomposition D / --cluster MxN / --raster-group G   as in tessel-gemm (a cluster
                       must be 1x2 or 1x1: a 2x1 pair would share one B tile across two groups)
+  --masked            the masked layout (decode): A is G x M_max x K, group g's first rows[g] rows hold
+                      tokens, counted on the device; tiles past them skip their k-loop and store nothing
+  --m-max M_MAX       (--masked) rows of each group's block; --m's counts are clamped to it   (default 256)
   --cublas-algos N    time cuBLASLt's N best heuristic algorithms, keep the fastest          (default 1)
   --dump-dir DIR      write every compilation stage to DIR
   --no-run            trace + compile only (no GPU needed); DIR defaults to ./tessel-grouped-gemm-dump
@@ -49,7 +62,7 @@ constexpr const char* kUsage = R"(usage: tessel-grouped-gemm [options]
 )";
 
 /// --rows, or G seeded counts in [M/2, 3M/2].
-std::vector<std::int64_t> group_rows(const tb::cli& args, std::uint64_t seed) {
+std::vector<std::int64_t> group_rows(const tb::cli& args, std::uint64_t seed, std::int64_t default_m = 2048) {
   std::vector<std::int64_t> rows;
   if (args.has("rows") && (args.has("groups") || args.has("m")))
     throw tb::usage_error("--rows gives every group's rows: it cannot be combined with --groups or --m");
@@ -72,7 +85,7 @@ std::vector<std::int64_t> group_rows(const tb::cli& args, std::uint64_t seed) {
     }
     return rows;
   }
-  const std::int64_t G = args.i64("groups", 8), M = args.i64("m", 2048);
+  const std::int64_t G = args.i64("groups", 8), M = args.i64("m", default_m);
   if (G <= 0 || M <= 0) throw tb::usage_error("--groups and --m must be positive");
   std::uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
   for (std::int64_t g = 0; g < G; ++g) {
@@ -82,22 +95,159 @@ std::vector<std::int64_t> group_rows(const tb::cli& args, std::uint64_t seed) {
   return rows;
 }
 
+/// --masked: the masked layout, checked and timed (see the top of this file).
+int run_masked(const tb::cli& args, std::uint64_t seed, ts::schedule schedule, std::int64_t N, std::int64_t K) {
+  if (args.has("tail-tiles")) throw tb::usage_error("--tail-tiles is for the contiguous layout, not --masked");
+  const std::int64_t M_max = args.i64("m-max", 256);
+  if (M_max <= 0) throw tb::usage_error("--m-max must be positive");
+  const tb::tile_shape tile = tb::parse_tile(args.str("tile", "64x128"));
+  std::vector<std::int64_t> rows = group_rows(args, seed, /*default_m=*/64);
+  const std::int64_t G = std::int64_t(rows.size());
+  std::int64_t useful_rows = 0, live_tiles = 0;
+  for (std::int64_t g = 0; g < G; ++g) {
+    if (rows[g] > M_max) {
+      if (args.has("rows"))
+        throw tb::usage_error("--rows: group " + std::to_string(g) + " has " + std::to_string(rows[g]) +
+                              " rows, more than --m-max " + std::to_string(M_max));
+      rows[g] = M_max;
+    }
+    useful_rows += rows[g], live_tiles += ts::cdiv(rows[g], std::int64_t(tile.bm));
+  }
+  if (useful_rows == 0) throw tb::usage_error("--rows: every group is empty, nothing to compute");
+  const bool no_run = args.flag("no-run");
+  std::string dump_dir = args.str("dump-dir", no_run ? "tessel-grouped-gemm-dump" : "");
+  const ts::options opts = tb::example_options(args, schedule, dump_dir);
+  const std::int64_t row_tiles = ts::cdiv(M_max, std::int64_t(tile.bm));
+  std::printf("tessel-grouped-gemm --masked: %lld groups, C[g][%lldx%lld] = A[g][%lldx%lld] @ W[g][%lldx%lld]^T, "
+              "the first rows[g] rows of each\n",
+              (long long)G, (long long)M_max, (long long)N, (long long)M_max, (long long)K, (long long)N, (long long)K);
+  std::printf("  rows:   ");
+  for (std::int64_t g = 0; g < G; ++g) std::printf("%s%lld", g ? "," : "", (long long)rows[g]);
+  std::printf(" (%lld useful of %lld rows; %lld live row tiles of %lld)\n", (long long)useful_rows,
+              (long long)(G * M_max), (long long)live_tiles, (long long)(G * row_tiles));
+  ts::kernel k = tb::compile_example("grouped_gemm_masked", tile, opts,
+                                     [&] { return tb::jit_example_tile<examples::grouped_gemm_masked>(tile, opts); });
+  if (no_run) return 0;
+
+  const std::unique_ptr<tb::example_gpu> gpu = tb::open_example_gpu();
+  if (!gpu) return 0;
+  cudaStream_t stream = gpu->stream;
+  const std::int64_t M = G * M_max;  // every group's block, stacked
+  tb::device_buffer A(M * K * 2), W(G * N * K * 2), Rows(G * 4), Full(G * 4), Cfull(M * N * 2), Cloop(M * N * 2);
+  tb::fill_uniform_bf16(A.get(), M * K, seed, -1.f, 1.f, stream);
+  tb::fill_uniform_bf16(W.get(), G * N * K, seed + 1, -1.f, 1.f, stream);
+  const std::vector<std::int32_t> counts(rows.begin(), rows.end());
+  const std::vector<std::int32_t> full(static_cast<std::size_t>(G), static_cast<std::int32_t>(M_max));
+  tb::check_cuda(cudaMemcpyAsync(Rows.get(), counts.data(), G * 4, cudaMemcpyHostToDevice, stream), "copy group_rows",
+                 __FILE__, __LINE__);
+  tb::check_cuda(cudaMemcpyAsync(Full.get(), full.data(), G * 4, cudaMemcpyHostToDevice, stream), "copy full rows",
+                 __FILE__, __LINE__);
+  tb::guarded_output C(tb::guarded_matrix(M, N, N, 2));
+  std::printf("  data:   uniform [-1,1) bf16 (no zeros), padding rows of A random too; C NaN-poisoned inside sentinel guards\n");
+
+  const ts::grid grid{unsigned(row_tiles), unsigned(ts::cdiv(N, std::int64_t(tile.bn))), unsigned(G)};
+  auto a = ts::view<ts::bf16>(A.get(), {G, M_max, K});
+  auto w = ts::view<ts::bf16>(W.get(), {G, N, K});
+  auto launch = [&](const tb::device_buffer& r, void* out, cudaStream_t s) {
+    k.launch(s, grid, a, w, ts::view<ts::i32>(r.get(), {G}), ts::view<ts::bf16>(out, {G, M_max, N}));
+  };
+
+  // cuBLASLt: one GEMM per group of its rows (the host must know the counts: no CUDA graph replay).
+  tb::lt_context lt;
+  const char* bytesA = A.as<char>();
+  const char* bytesW = static_cast<const char*>(W.get());
+  std::vector<std::unique_ptr<tb::lt_gemm>> per_group(G), per_group_f32(G);
+  for (std::int64_t g = 0; g < G; ++g) {
+    if (rows[g] == 0) continue;
+    // The reference covers the live tiles' padding rows too (the kernel writes them).
+    const std::int64_t live = std::min(M_max, ts::cdiv(rows[g], std::int64_t(tile.bm)) * tile.bm);
+    per_group[g] = std::make_unique<tb::lt_gemm>(lt, rows[g], N, K, tb::out_type::bf16);
+    per_group_f32[g] = std::make_unique<tb::lt_gemm>(lt, live, N, K, tb::out_type::f32);
+  }
+  auto launch_loop = [&](void* out, cudaStream_t s) {
+    for (std::int64_t g = 0; g < G; ++g)
+      if (per_group[g])
+        per_group[g]->run(bytesA + g * M_max * K * 2, bytesW + g * N * K * 2, static_cast<char*>(out) + g * M_max * N * 2, s);
+  };
+
+  if (!args.flag("no-check")) {
+    tb::device_buffer ref(M * N * 4), dense(M * N * 2);
+    C.reset(stream);
+    launch(Rows, C.data(), stream);
+    const tb::guard_report gr = C.check(stream);
+    C.copy_to_dense(dense.get(), stream);
+    std::int64_t dead_elements = 0;
+    double worst = 0;
+    bool ok = true;
+    for (std::int64_t g = 0; g < G; ++g) {
+      const std::int64_t live = rows[g] ? std::min(M_max, ts::cdiv(rows[g], std::int64_t(tile.bm)) * tile.bm) : 0;
+      dead_elements += (M_max - live) * N;
+      if (!live) continue;
+      per_group_f32[g]->run(bytesA + g * M_max * K * 2, bytesW + g * N * K * 2, ref.as<float>() + g * M_max * N, stream);
+      const tb::compare_stats st =
+          tb::compare_bf16_f32(dense.as<char>() + g * M_max * N * 2, ref.as<float>() + g * M_max * N, live * N, stream);
+      worst = std::max(worst, st.rel_err);
+      if (!st.ok(1e-2)) {
+        std::printf("  group %lld: %s\n", (long long)g, st.str().c_str());
+        ok = false;
+      }
+    }
+    // Every element of a dead tile keeps its poison, and nothing else does.
+    const bool dead_untouched = gr.clobbered == 0 && std::int64_t(gr.unwritten) == dead_elements;
+    std::printf("  check:  live tiles: worst relative error %.2e over %lld groups; dead tiles: %llu elements unwritten "
+                "(want %lld), %llu guard bytes clobbered\n",
+                worst, (long long)G, (unsigned long long)gr.unwritten, (long long)dead_elements,
+                (unsigned long long)gr.clobbered);
+    if (!ok || !dead_untouched) {
+      std::printf("FAILED: a live tile does not match the reference (relative Frobenius error < 1e-2, no NaN), or a "
+                  "dead tile was written, or a guard was clobbered\n%s\n", gr.str().c_str());
+      return 1;
+    }
+  }
+
+  tb::timing_config cfg;
+  cfg.batch = int(args.i64("iters", 20));
+  cfg.repeats = int(args.i64("repeats", 10));
+  cfg.warmup_ms = args.f64("warmup-ms", 1000);
+  std::vector<tb::launch_fn> candidates = {
+      [&](int, cudaStream_t s) { launch(Rows, C.data(), s); },
+      [&](int, cudaStream_t s) { launch(Full, Cfull.get(), s); },
+      [&](int, cudaStream_t s) { launch_loop(Cloop.get(), s); },
+  };
+  const std::vector<tb::timing> t = tb::time_interleaved(candidates, cfg, stream, &gpu->nvml);
+  const double useful = 2.0 * double(useful_rows) * double(N) * double(K);
+  const double weights_gb = double(G) * double(N) * double(K) * 2 / 1e9;
+  const char* names[] = {"masked grouped GEMM (tessel)", "same kernel, every group full (all M_max rows)",
+                         "cuBLASLt, one GEMM per group's rows"};
+  for (std::size_t i = 0; i < t.size(); ++i)
+    std::printf("  %-48s %8.3f ms  %7.1f useful TFLOP/s  %6.0f GB/s of weights  (enqueue %.1f us)\n", names[i],
+                t[i].median_ms, tb::tflops(useful, t[i].median_ms), weights_gb / (t[i].median_ms / 1e3),
+                t[i].enqueue_us);
+  std::printf("  masked / every group full: %.3f   masked / cuBLASLt per group: %.3f   (time ratios inverted: > 1 "
+              "means the masked kernel is faster)\n",
+              t[1].median_ms / t[0].median_ms, t[2].median_ms / t[0].median_ms);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   return tb::example_main("tessel-grouped-gemm", kUsage, [&]() -> int {
     tb::cli args(argc, argv,
-                 {"groups", "m", "rows", "n", "k", "tail-tiles", "schedule", "tile", "stages", "decomposition", "cluster",
-                  "raster-group", "cublas-algos", "dump-dir", "iters", "repeats", "warmup-ms", "seed"},
-                 {"no-run", "check", "no-check", "help"});
+                 {"groups", "m", "rows", "n", "k", "tail-tiles", "m-max", "schedule", "tile", "stages", "decomposition",
+                  "cluster", "raster-group", "cublas-algos", "dump-dir", "iters", "repeats", "warmup-ms", "seed"},
+                 {"no-run", "check", "no-check", "help", "masked"});
     if (args.flag("help")) {
       std::cout << kUsage;
       return 0;
     }
     const std::uint64_t seed = std::uint64_t(args.i64("seed", 1));
-    const ts::schedule schedule = tb::parse_schedule(args.str("schedule", "cooperative"));
+    const bool masked = args.flag("masked");
+    const ts::schedule schedule = tb::parse_schedule(args.str("schedule", masked ? "auto" : "cooperative"));
     const std::int64_t N = args.i64("n", 4096), K = args.i64("k", 4096), tail = args.i64("tail-tiles", 0);
     if (N <= 0 || K <= 0) throw tb::usage_error("--n/--k must be positive");
+    if (masked) return run_masked(args, seed, schedule, N, K);
+    if (args.has("m-max")) throw tb::usage_error("--m-max is for --masked");
     if (tail < 0) throw tb::usage_error("--tail-tiles must be >= 0");
     const tb::tile_shape tile =
         tb::parse_tile(args.str("tile", schedule == ts::schedule::pingpong ? "128x128" : "128x256"));

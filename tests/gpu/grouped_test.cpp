@@ -10,6 +10,12 @@
 // the last group, N not a multiple of BN. Adjacent tiles of different groups under a persistent
 // schedule catch a group read once per CTA instead of once per tile.
 //
+// The masked layout (GroupedMasked: A G x M_max x K, group g's first rows[g] rows hold tokens, the
+// counts read on the device): a tile past its group's rows has no k-steps and stores past C's rows,
+// so every element of it must still hold the NaN poison; live tiles match the reference, their
+// padding rows too. Groups of 0, 1, BM, BM + 1 and M_max rows, M_max not a multiple of BM, and more
+// tiles than SMs, so that a persistent CTA walks dead and live tiles in turn.
+//
 // The same layout with a SwiGLU dual GEMM per group (GroupedSwiglu: H = silu(A W1[g]^T) *
 // (A W3[g]^T)) and with DeepSeek-V3's block-scaled fp8 (GroupedFp8Blockwise: per-row-and-K-block
 // scales of A, per-128x128-block scales of each group's weights, read at the tile's group).
@@ -73,6 +79,12 @@ std::vector<float> to_float(const std::vector<std::uint16_t>& v) {
   std::vector<float> f(v.size());
   for (std::size_t i = 0; i < v.size(); ++i) f[i] = tb::bf16_to_float(v[i]);
   return f;
+}
+
+tb::device_buffer upload_i32(const std::vector<std::int32_t>& v) {
+  tb::device_buffer d(v.size() * 4);
+  EXPECT_EQ(cudaMemcpy(d.get(), v.data(), v.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  return d;
 }
 
 /// Compares every element (i, j) of `out` (after out.check()) with ref(i, j, g), {want, tol} for
@@ -164,6 +176,92 @@ std::vector<grouped_case> cases() {
 
 INSTANTIATE_TEST_SUITE_P(Grouped, GroupedGemm, ::testing::ValuesIn(cases()), case_name);
 
+// ---- the masked layout (decode) ---------------------------------------------------------------------
+
+struct masked_case {
+  ts::schedule schedule;
+  int bm;                          ///< 64 or (cooperative) 128; BN 128
+  std::vector<std::int64_t> rows;  ///< rows of each group that hold tokens (<= m_max)
+  std::int64_t m_max, n, k;
+};
+
+std::string masked_name(const ::testing::TestParamInfo<masked_case>& info) {
+  const masked_case& c = info.param;
+  std::string s = std::string(tb::schedule_name(c.schedule)) + "_bm" + std::to_string(c.bm) + "_g";
+  for (std::int64_t r : c.rows) s += std::to_string(r) + "_";
+  return s + "mmax" + std::to_string(c.m_max) + "_n" + std::to_string(c.n) + "_k" + std::to_string(c.k);
+}
+
+class GroupedMasked : public ::testing::TestWithParam<masked_case> {};
+
+TEST_P(GroupedMasked, LiveTilesMatchDeadTilesWriteNothing) {
+  TESSEL_REQUIRE_GPU();
+  const masked_case& c = GetParam();
+  ts::kernel k;
+  const ts::options o{.schedule = c.schedule};
+  ASSERT_NO_THROW(k = c.bm == 128 ? ts::jit(examples::grouped_gemm_masked<128, 128>{}, o)
+                                  : ts::jit(examples::grouped_gemm_masked<64, 128>{}, o));
+  const std::int64_t G = std::int64_t(c.rows.size()), Mx = c.m_max, N = c.n, K = c.k, BM = c.bm;
+  const std::vector<std::int32_t> counts(c.rows.begin(), c.rows.end());
+  tb::device_buffer A(G * Mx * K * 2), W(G * N * K * 2);
+  const tb::device_buffer R = upload_i32(counts);
+  tb::fill_uniform_bf16(A.get(), G * Mx * K, 13 + Mx);
+  tb::fill_uniform_bf16(W.get(), G * N * K, 17 + N);
+  const std::int64_t ldC = tb::padded_ld(N);
+  tb::guarded_output C(tb::guarded_matrix(Mx, N, ldC, 2, true, G));
+  C.reset();
+  const ts::grid grid{unsigned(ts::cdiv(Mx, BM)), unsigned(ts::cdiv(N, std::int64_t(128))), unsigned(G)};
+  ASSERT_NO_THROW(k.launch(nullptr, grid, ts::view<ts::bf16>(A.get(), {G, Mx, K}), ts::view<ts::bf16>(W.get(), {G, N, K}),
+                           ts::view<ts::i32>(R.get(), {G}),
+                           ts::view<ts::bf16>(C.data(), {G, Mx, N}, {Mx * ldC, ldC, 1})));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
+  const std::vector<float> a = to_float(tb::to_host_bf16(A.get(), std::size_t(G * Mx * K))),
+                           w = to_float(tb::to_host_bf16(W.get(), std::size_t(G * N * K)));
+  const tb::guard_report gr = C.check();
+  std::uint64_t dead = 0;
+  int bad = 0;
+  for (std::int64_t g = 0; g < G; ++g)
+    for (std::int64_t i = 0; i < Mx; ++i) {
+      const bool live = c.rows[std::size_t(g)] > i / BM * BM;  // the tile of row i holds a token row
+      for (std::int64_t j = 0; j < N; ++j) {
+        const std::uint32_t bits = C.bits(g, i, j);
+        if (!live) {
+          ++dead;
+          if (bits != 0xFFFF && bad++ < 8)
+            ADD_FAILURE() << "C[" << g << "][" << i << "][" << j << "] (a dead tile) was written: bits " << std::hex
+                          << bits;
+          continue;
+        }
+        double want = 0;
+        for (std::int64_t kk = 0; kk < K; ++kk) want += double(a[(g * Mx + i) * K + kk]) * double(w[(g * N + j) * K + kk]);
+        const double got = tb::bf16_to_float(std::uint16_t(bits)), tol = tessel_gpu_test::sample_tol(want, K);
+        if (!(std::fabs(got - want) <= tol) && bad++ < 8)
+          ADD_FAILURE() << "C[" << g << "][" << i << "][" << j << "] = " << got << ", want " << want << " (tol " << tol
+                        << ")";
+      }
+    }
+  EXPECT_EQ(bad, 0) << bad << " elements wrong";
+  EXPECT_EQ(gr.clobbered, 0u) << gr.str();
+  EXPECT_EQ(gr.unwritten, dead) << "only the dead tiles' elements may keep the poison: " << gr.str();
+}
+
+std::vector<masked_case> masked_cases() {
+  std::vector<masked_case> out;
+  // Groups of 0, 1, BM, BM + 1 and M_max rows; M_max = 200 is not a multiple of BM.
+  for (ts::schedule s : {ts::schedule::tma, ts::schedule::multistage, ts::schedule::warp_specialized,
+                         ts::schedule::pingpong, ts::schedule::automatic})
+    out.push_back({s, 64, {37, 0, 1, 64, 65, 200}, 200, 136, 520});
+  out.push_back({ts::schedule::cooperative, 128, {37, 0, 1, 128, 129, 200}, 200, 136, 520});
+  // 16 groups x 4 row tiles x 4 column tiles = 256 tiles on 132 SMs, dead and live mixed.
+  const std::vector<std::int64_t> many = {3, 0, 256, 70, 129, 1, 0, 190, 64, 0, 255, 17, 0, 0, 100, 200};
+  for (ts::schedule s : {ts::schedule::warp_specialized, ts::schedule::pingpong, ts::schedule::automatic})
+    out.push_back({s, 64, many, 256, 512, 192});
+  out.push_back({ts::schedule::cooperative, 128, many, 256, 512, 192});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Grouped, GroupedMasked, ::testing::ValuesIn(masked_cases()), masked_name);
+
 // ---- the SwiGLU experts and the fp8 block-scaled experts ----------------------------------------
 
 struct variant_case {
@@ -188,12 +286,6 @@ examples::contiguous_groups layout_of(const variant_case& c) {
   std::int64_t tiles = 0;
   for (std::int64_t r : c.rows) tiles += ts::cdiv(r, std::int64_t(c.bm));
   return examples::layout_groups(c.rows, c.bm, tiles + c.tail_tiles);
-}
-
-tb::device_buffer upload_i32(const std::vector<std::int32_t>& v) {
-  tb::device_buffer d(v.size() * 4);
-  EXPECT_EQ(cudaMemcpy(d.get(), v.data(), v.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
-  return d;
 }
 
 double silu(double x) { return x / (1 + std::exp(-x)); }

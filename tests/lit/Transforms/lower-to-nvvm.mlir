@@ -6,6 +6,7 @@
 // RUN: sed 's/%C\[%m, %n\]/%C[%c0, %n]/' %inputs/gemm_128x256.mlir | tessel-opt -tessel-select-schedule -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=NOCLIP
 // RUN: tessel-opt %inputs/grouped_gemm_128x128.mlir -tessel-select-schedule="schedule=cooperative" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=GROUPED
 // RUN: tessel-opt %inputs/gemm_triangular_128x128.mlir -tessel-select-schedule="schedule=pingpong" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=TRIPS
+// RUN: tessel-opt %inputs/gemm_128x128.mlir -tessel-select-schedule="schedule=tma" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=INLINE
 
 // The tma schedule: one extern dynamic shared base, TMA descriptors as byval
 // grid_constant params, a parity-waited mbarrier ring (hopper ops), wgmma from
@@ -131,3 +132,10 @@ func.func @x_three_times(%X: !tessel.ref<1 x f32>, %Y: !tessel.ref<1 x f32>) att
 // TRIPS-NEXT: } else {
 // TRIPS-NEXT: scf.yield %[[OWN]] : i32
 // TRIPS: scf.yield %[[NEXT]] : i32
+
+// The tma schedule (inline producer) pins its zeroed accumulator before the
+// mainloop with an empty asm that rewrites every register, as the consumers of
+// the warp-specialized schedules do: otherwise LLVM may sink the zeroing
+// between the first k-step's wgmmas (ptxas C7515/C7519: wgmma serialized).
+// INLINE: %[[Z:.*]] = llvm.inline_asm has_side_effects "", "=f,=f,
+// INLINE: scf.for %{{.*}} iter_args(%{{.*}} = %[[Z]])

@@ -64,6 +64,28 @@ TEST_F(GroupedJit, GemmInEverySchedule) {
   }
 }
 
+// The masked layout: the k-loop's bound reads the group's row count (a trip count per tile that
+// may be 0, tessel-select-schedule rule 9): every schedule that allows one, whole tiles and a 1x1
+// cluster.
+TEST_F(GroupedJit, MaskedGemmInEverySchedule) {
+  const config all[] = {
+      {"tma", {.schedule = ts::schedule::tma}},
+      {"multistage", {.schedule = ts::schedule::multistage}},
+      {"warp_specialized", {.schedule = ts::schedule::warp_specialized}},
+      {"cooperative", {.schedule = ts::schedule::cooperative}},
+      {"pingpong", {.schedule = ts::schedule::pingpong}},
+      {"automatic", {}},
+  };
+  for (const config& c : all) {
+    SCOPED_TRACE(c.name);
+    ts::kernel k;
+    ASSERT_NO_THROW(k = ts::jit(examples::grouped_gemm_masked<64, 128>{}, c.options));
+    expectGrouped(k, c.options.schedule != ts::schedule::multistage);
+    // No performance warning: the tma schedule used to get C7515 (wgmma serialized) here.
+    EXPECT_THAT(k.stage("ptxas.log"), Not(HasSubstr("C75")));
+  }
+}
+
 /// Expert kernel `Wide` (128x128) in cooperative, warp_specialized and automatic, as one wgmma of
 /// `wgmma`; `Narrow` (64x128) in pingpong.
 template <class Wide, class Narrow>

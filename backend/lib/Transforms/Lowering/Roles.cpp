@@ -101,8 +101,11 @@ LogicalResult KernelBuilder::lowerInlineProducer() {
       return failure();
   }
 
-  // Mainloop.
-  auto loop = b.create<scf::ForOp>(loc, i32(0), nk, i32(1), ValueRange{zeroAccumulator()});
+  // Mainloop. The zeroed accumulator is pinned before it (as the consumers'
+  // in lowerProducerConsumers): where the trip count may be 0 (read per tile,
+  // e.g. a masked grouped GEMM's dead tiles) LLVM peels the first k-step and
+  // would otherwise sink the zeroing between its wgmmas (ptxas C7515).
+  auto loop = b.create<scf::ForOp>(loc, i32(0), nk, i32(1), ValueRange{fenceAccumulator(zeroAccumulator())});
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(loop.getBody());
