@@ -108,6 +108,30 @@ struct grouped_fp8_blockwise {
   }
 };
 
+/// The fp8 experts in the masked layout (DeepGEMM's m-grouped masked fp8 GEMM, DeepSeek-V3's decode):
+/// grouped_fp8_blockwise's scaling, grouped_gemm_masked's rows. SA is G x ceil(K/128) x M_max (each
+/// group's scales of A, rows contiguous), SW G x ceil(N/128) x ceil(K/128).
+template <int BM_, int BN_>
+struct grouped_fp8_blockwise_masked {
+  static_assert(128 % BN_ == 0, "grouped_fp8_blockwise_masked: BN must divide 128 (one block of W per tile)");
+  static constexpr auto BM = ts::c<BM_>, BN = ts::c<BN_>, BK = ts::c<128>;
+
+  void operator()(ts::tensor<ts::f8e4m3, 3> A, ts::tensor<ts::f8e4m3, 3> W, ts::tensor<ts::f32, 3> SA,
+                  ts::tensor<ts::f32, 3> SW, ts::tensor<ts::i32, 1> group_rows, ts::tensor<ts::bf16, 3> C) const {
+    auto g = ts::program_id(2);
+    auto m = ts::program_id(0) * BM, n = ts::program_id(1) * BN;
+    ts::index rows = group_rows.at({g});
+    auto live = ts::min(ts::max(rows - m, 0), 1);
+    auto acc = ts::zeros<ts::f32>(BM, BN);
+    for (auto k : ts::range(0, live * A.size(2), BK)) {
+      auto kb = k / BK;
+      auto d = ts::dot(A.load({g, m, k}, BM, BK), W.load({g, n, k}, BN, BK).T());
+      acc += d * (SA.load({g, kb, m}, BM) * SW.at({g, n / 128, kb})).col();
+    }
+    C.store({g, m + (1 - live) * C.size(1), n}, ts::cast<ts::bf16>(acc));
+  }
+};
+
 /// Where the groups' rows lie in the stacked A and C (host side of the contiguous layout).
 struct contiguous_groups {
   std::vector<std::int64_t> first_row;   ///< group g's first row (a multiple of BM)

@@ -14,7 +14,8 @@
 // counts read on the device): a tile past its group's rows has no k-steps and stores past C's rows,
 // so every element of it must still hold the NaN poison; live tiles match the reference, their
 // padding rows too. Groups of 0, 1, BM, BM + 1 and M_max rows, M_max not a multiple of BM, and more
-// tiles than SMs, so that a persistent CTA walks dead and live tiles in turn.
+// tiles than SMs, so that a persistent CTA walks dead and live tiles in turn. GroupedMaskedFp8: the
+// same with DeepSeek-V3's block-scaled fp8 (the scaled mainloop, whose k-steps run in pairs).
 //
 // The same layout with a SwiGLU dual GEMM per group (GroupedSwiglu: H = silu(A W1[g]^T) *
 // (A W3[g]^T)) and with DeepSeek-V3's block-scaled fp8 (GroupedFp8Blockwise: per-row-and-K-block
@@ -192,6 +193,37 @@ std::string masked_name(const ::testing::TestParamInfo<masked_case>& info) {
   return s + "mmax" + std::to_string(c.m_max) + "_n" + std::to_string(c.n) + "_k" + std::to_string(c.k);
 }
 
+/// Checks a masked launch's C (after C.check() gave `gr`): every element of a dead tile (a tile of
+/// group g starting at or past rows[g]) still holds the NaN poison, every element of a live tile
+/// matches ref(g, i, j) = {want, tol}, and nothing outside C changed; reports the first 8 misses.
+template <class Ref>
+void expect_masked(const tb::guarded_output& C, const tb::guard_report& gr, const masked_case& c, Ref ref) {
+  std::uint64_t dead = 0;
+  int bad = 0;
+  for (std::int64_t g = 0; g < std::int64_t(c.rows.size()); ++g)
+    for (std::int64_t i = 0; i < c.m_max; ++i) {
+      const bool live = c.rows[std::size_t(g)] > i / c.bm * c.bm;  // the tile of row i holds a token row
+      for (std::int64_t j = 0; j < c.n; ++j) {
+        const std::uint32_t bits = C.bits(g, i, j);
+        if (!live) {
+          ++dead;
+          if (bits != 0xFFFF && bad++ < 8)
+            ADD_FAILURE() << "C[" << g << "][" << i << "][" << j << "] (a dead tile) was written: bits " << std::hex
+                          << bits;
+          continue;
+        }
+        const auto [want, tol] = ref(g, i, j);
+        const double got = tb::bf16_to_float(std::uint16_t(bits));
+        if (!(std::fabs(got - want) <= tol) && bad++ < 8)
+          ADD_FAILURE() << "C[" << g << "][" << i << "][" << j << "] = " << got << ", want " << want << " (tol " << tol
+                        << ")";
+      }
+    }
+  EXPECT_EQ(bad, 0) << bad << " elements wrong";
+  EXPECT_EQ(gr.clobbered, 0u) << gr.str();
+  EXPECT_EQ(gr.unwritten, dead) << "only the dead tiles' elements may keep the poison: " << gr.str();
+}
+
 class GroupedMasked : public ::testing::TestWithParam<masked_case> {};
 
 TEST_P(GroupedMasked, LiveTilesMatchDeadTilesWriteNothing) {
@@ -218,31 +250,11 @@ TEST_P(GroupedMasked, LiveTilesMatchDeadTilesWriteNothing) {
   const std::vector<float> a = to_float(tb::to_host_bf16(A.get(), std::size_t(G * Mx * K))),
                            w = to_float(tb::to_host_bf16(W.get(), std::size_t(G * N * K)));
   const tb::guard_report gr = C.check();
-  std::uint64_t dead = 0;
-  int bad = 0;
-  for (std::int64_t g = 0; g < G; ++g)
-    for (std::int64_t i = 0; i < Mx; ++i) {
-      const bool live = c.rows[std::size_t(g)] > i / BM * BM;  // the tile of row i holds a token row
-      for (std::int64_t j = 0; j < N; ++j) {
-        const std::uint32_t bits = C.bits(g, i, j);
-        if (!live) {
-          ++dead;
-          if (bits != 0xFFFF && bad++ < 8)
-            ADD_FAILURE() << "C[" << g << "][" << i << "][" << j << "] (a dead tile) was written: bits " << std::hex
-                          << bits;
-          continue;
-        }
-        double want = 0;
-        for (std::int64_t kk = 0; kk < K; ++kk) want += double(a[(g * Mx + i) * K + kk]) * double(w[(g * N + j) * K + kk]);
-        const double got = tb::bf16_to_float(std::uint16_t(bits)), tol = tessel_gpu_test::sample_tol(want, K);
-        if (!(std::fabs(got - want) <= tol) && bad++ < 8)
-          ADD_FAILURE() << "C[" << g << "][" << i << "][" << j << "] = " << got << ", want " << want << " (tol " << tol
-                        << ")";
-      }
-    }
-  EXPECT_EQ(bad, 0) << bad << " elements wrong";
-  EXPECT_EQ(gr.clobbered, 0u) << gr.str();
-  EXPECT_EQ(gr.unwritten, dead) << "only the dead tiles' elements may keep the poison: " << gr.str();
+  expect_masked(C, gr, c, [&](std::int64_t g, std::int64_t i, std::int64_t j) {
+    double want = 0;
+    for (std::int64_t kk = 0; kk < K; ++kk) want += double(a[(g * Mx + i) * K + kk]) * double(w[(g * N + j) * K + kk]);
+    return std::pair{want, tessel_gpu_test::sample_tol(want, K)};
+  });
 }
 
 std::vector<masked_case> masked_cases() {
@@ -261,6 +273,70 @@ std::vector<masked_case> masked_cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Grouped, GroupedMasked, ::testing::ValuesIn(masked_cases()), masked_name);
+
+// The fp8 experts in the masked layout (DeepSeek-V3's decode): SA G x ceil(K/128) x M_max, SW
+// G x ceil(N/128) x ceil(K/128); the scaled mainloop with no k-steps for a dead tile. Tolerance as
+// GroupedFp8Blockwise's.
+class GroupedMaskedFp8 : public ::testing::TestWithParam<masked_case> {};
+
+TEST_P(GroupedMaskedFp8, LiveTilesMatchDeadTilesWriteNothing) {
+  TESSEL_REQUIRE_GPU();
+  const masked_case& c = GetParam();
+  ts::kernel k;
+  const ts::options o{.schedule = c.schedule};
+  ASSERT_NO_THROW(k = c.bm == 128 ? ts::jit(examples::grouped_fp8_blockwise_masked<128, 128>{}, o)
+                                  : ts::jit(examples::grouped_fp8_blockwise_masked<64, 128>{}, o));
+  const std::int64_t G = std::int64_t(c.rows.size()), Mx = c.m_max, N = c.n, K = c.k, BM = c.bm;
+  const std::int64_t kb = ts::cdiv(K, std::int64_t(128)), nb = ts::cdiv(N, std::int64_t(128));
+  const auto e4 = tb::fp8_kind::e4m3;
+  const std::vector<std::uint8_t> a = tb::random_fp8(std::size_t(G * Mx * K), 5 + Mx, e4),
+                                  w = tb::random_fp8(std::size_t(G * N * K), 6 + N, e4);
+  std::mt19937 rng{static_cast<unsigned>(Mx + N + K)};
+  std::uniform_real_distribution<float> u(-10, -4);
+  std::vector<float> sa(std::size_t(G * kb * Mx)), sw(std::size_t(G * nb * kb));  // SA[g][kb][r], SW[g][nb][kb]
+  for (float& s : sa) s = std::exp2(u(rng));
+  for (float& s : sw) s = std::exp2(u(rng));
+  tb::device_buffer dA(a.size()), dW(w.size()), dSA(sa.size() * 4), dSW(sw.size() * 4);
+  ASSERT_EQ(cudaMemcpy(dA.get(), a.data(), a.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dW.get(), w.data(), w.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dSA.get(), sa.data(), sa.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dSW.get(), sw.data(), sw.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  const tb::device_buffer R = upload_i32(std::vector<std::int32_t>(c.rows.begin(), c.rows.end()));
+  const std::int64_t ldC = tb::padded_ld(N);
+  tb::guarded_output C(tb::guarded_matrix(Mx, N, ldC, 2, true, G));
+  C.reset();
+  const ts::grid grid{unsigned(ts::cdiv(Mx, BM)), unsigned(ts::cdiv(N, std::int64_t(128))), unsigned(G)};
+  ASSERT_NO_THROW(k.launch(nullptr, grid, ts::view<ts::f8e4m3>(dA.get(), {G, Mx, K}),
+                           ts::view<ts::f8e4m3>(dW.get(), {G, N, K}), ts::view<ts::f32>(dSA.get(), {G, kb, Mx}),
+                           ts::view<ts::f32>(dSW.get(), {G, nb, kb}), ts::view<ts::i32>(R.get(), {G}),
+                           ts::view<ts::bf16>(C.data(), {G, Mx, N}, {Mx * ldC, ldC, 1})));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
+  const tb::guard_report gr = C.check();
+  expect_masked(C, gr, c, [&](std::int64_t g, std::int64_t i, std::int64_t j) {
+    double want = 0, scaled_abs = 0;
+    for (std::int64_t blk = 0; blk < kb; ++blk) {
+      double sum = 0, abs_sum = 0;
+      for (std::int64_t kk = blk * 128; kk < std::min(K, blk * 128 + 128); ++kk) {
+        const double p = tb::fp8_to_double(a[std::size_t((g * Mx + i) * K + kk)], e4) *
+                         tb::fp8_to_double(w[std::size_t((g * N + j) * K + kk)], e4);
+        sum += p, abs_sum += std::fabs(p);
+      }
+      const double s = double(sa[std::size_t((g * kb + blk) * Mx + i)]) * double(sw[std::size_t((g * nb + j / 128) * kb + blk)]);
+      want += sum * s, scaled_abs += abs_sum * s;
+    }
+    return std::pair{want, scaled_abs * std::ldexp(1.0, -10) + std::fabs(want) * (std::ldexp(1.0, -8) + 1e-6)};
+  });
+}
+
+// Groups of 0, 1, BM + 1 and M_max rows; K = 400 (three full 128-blocks and a partial one: an odd
+// number of k-steps, so the scaled mainloop ends on one) and 256 (an even number).
+INSTANTIATE_TEST_SUITE_P(
+    Grouped, GroupedMaskedFp8,
+    ::testing::Values(masked_case{ts::schedule::warp_specialized, 128, {37, 0, 1, 129, 200}, 200, 264, 400},
+                      masked_case{ts::schedule::cooperative, 128, {37, 0, 1, 129, 256, 5, 0, 90}, 256, 392, 256},
+                      masked_case{ts::schedule::pingpong, 64, {37, 0, 1, 65, 200}, 200, 264, 400},
+                      masked_case{ts::schedule::automatic, 64, {3, 0, 256, 70, 129, 1, 0, 190}, 256, 392, 256}),
+    masked_name);
 
 // ---- the SwiGLU experts and the fp8 block-scaled experts ----------------------------------------
 

@@ -86,6 +86,30 @@ TEST_F(GroupedJit, MaskedGemmInEverySchedule) {
   }
 }
 
+// The fp8 experts in the masked layout: the scaled mainloop (k-steps in pairs) with a trip count per
+// tile that may be 0.
+TEST_F(GroupedJit, MaskedFp8BlockwiseExperts) {
+  const config all[] = {
+      {"warp_specialized", {.schedule = ts::schedule::warp_specialized}},
+      {"cooperative", {.schedule = ts::schedule::cooperative}},
+      {"automatic", {}},
+  };
+  for (const config& c : all) {
+    SCOPED_TRACE(c.name);
+    ts::kernel k;
+    ASSERT_NO_THROW(k = ts::jit(examples::grouped_fp8_blockwise_masked<128, 128>{}, c.options));
+    expectGrouped(k, true);
+    EXPECT_THAT(k.stage("ptxas.log"), Not(HasSubstr("C75")));
+  }
+  for (ts::schedule s : {ts::schedule::pingpong, ts::schedule::automatic}) {
+    SCOPED_TRACE(std::string("64x128 ") + ts::to_string(s));
+    ts::kernel k;
+    ASSERT_NO_THROW(k = ts::jit(examples::grouped_fp8_blockwise_masked<64, 128>{}, {.schedule = s}));
+    expectGrouped(k, true);
+    EXPECT_THAT(k.stage("ptxas.log"), Not(HasSubstr("C75")));
+  }
+}
+
 /// Expert kernel `Wide` (128x128) in cooperative, warp_specialized and automatic, as one wgmma of
 /// `wgmma`; `Narrow` (64x128) in pingpong.
 template <class Wide, class Narrow>
