@@ -18,14 +18,18 @@
 //
 //   tessel-grouped-gemm [--groups 8 --m 2048 | --rows R0,R1,...] [--n 4096 --k 4096] [--schedule cooperative]
 //                       [--tile 128x256] [--tail-tiles T] [--dump-dir DIR] [--no-run] [--check|--no-check]
-//   tessel-grouped-gemm --masked --m-max 256 [--groups 32 --m 48 | --rows ...] [--tile 64x128] ...
+//   tessel-grouped-gemm --masked --m-max 256 [--groups 32 --m 48 | --rows ...] [--tile 64x128] [--fp8] ...
+// (--fp8: the block-scaled fp8 experts, checked on sampled elements, timed against every group full.)
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "02_gemm/gemm.hpp"
@@ -55,6 +59,8 @@ constexpr const char* kUsage = R"(usage: tessel-grouped-gemm [options]
   --masked            the masked layout (decode): A is G x M_max x K, group g's first rows[g] rows hold
                       tokens, counted on the device; tiles past them skip their k-loop and store nothing
   --m-max M_MAX       (--masked) rows of each group's block; --m's counts are clamped to it   (default 256)
+  --fp8               (--masked) DeepSeek-V3's block-scaled fp8 experts (grouped_fp8_blockwise_masked;
+                      tiles 64x128, 128x128), checked on sampled elements against the CPU
   --cublas-algos N    time cuBLASLt's N best heuristic algorithms, keep the fastest          (default 1)
   --dump-dir DIR      write every compilation stage to DIR
   --no-run            trace + compile only (no GPU needed); DIR defaults to ./tessel-grouped-gemm-dump
@@ -95,14 +101,29 @@ std::vector<std::int64_t> group_rows(const tb::cli& args, std::uint64_t seed, st
   return rows;
 }
 
-/// --masked: the masked layout, checked and timed (see the top of this file).
-int run_masked(const tb::cli& args, std::uint64_t seed, ts::schedule schedule, std::int64_t N, std::int64_t K) {
+/// --masked: the problem (rows per group, clamped to M_max), printed; the kernel's options.
+struct masked_problem {
+  std::vector<std::int64_t> rows;
+  std::int64_t G = 0, M_max = 0, N = 0, K = 0, useful_rows = 0, row_tiles = 0;
+  tb::tile_shape tile;
+  ts::options opts;
+  bool no_run = false;
+  /// Elements of C that dead tiles leave untouched; a live group's rows that the kernel writes.
+  std::int64_t live_rows(std::int64_t g) const {
+    return rows[g] ? std::min(M_max, ts::cdiv(rows[g], std::int64_t(tile.bm)) * tile.bm) : 0;
+  }
+};
+
+masked_problem masked_setup(const tb::cli& args, std::uint64_t seed, ts::schedule schedule, std::int64_t N,
+                            std::int64_t K) {
+  masked_problem p;
+  p.N = N, p.K = K;
   if (args.has("tail-tiles")) throw tb::usage_error("--tail-tiles is for the contiguous layout, not --masked");
-  const std::int64_t M_max = args.i64("m-max", 256);
+  const std::int64_t M_max = p.M_max = args.i64("m-max", 256);
   if (M_max <= 0) throw tb::usage_error("--m-max must be positive");
-  const tb::tile_shape tile = tb::parse_tile(args.str("tile", "64x128"));
-  std::vector<std::int64_t> rows = group_rows(args, seed, /*default_m=*/64);
-  const std::int64_t G = std::int64_t(rows.size());
+  const tb::tile_shape tile = p.tile = tb::parse_tile(args.str("tile", "64x128"));
+  std::vector<std::int64_t>& rows = p.rows = group_rows(args, seed, /*default_m=*/64);
+  const std::int64_t G = p.G = std::int64_t(rows.size());
   std::int64_t useful_rows = 0, live_tiles = 0;
   for (std::int64_t g = 0; g < G; ++g) {
     if (rows[g] > M_max) {
@@ -114,20 +135,30 @@ int run_masked(const tb::cli& args, std::uint64_t seed, ts::schedule schedule, s
     useful_rows += rows[g], live_tiles += ts::cdiv(rows[g], std::int64_t(tile.bm));
   }
   if (useful_rows == 0) throw tb::usage_error("--rows: every group is empty, nothing to compute");
-  const bool no_run = args.flag("no-run");
-  std::string dump_dir = args.str("dump-dir", no_run ? "tessel-grouped-gemm-dump" : "");
-  const ts::options opts = tb::example_options(args, schedule, dump_dir);
-  const std::int64_t row_tiles = ts::cdiv(M_max, std::int64_t(tile.bm));
-  std::printf("tessel-grouped-gemm --masked: %lld groups, C[g][%lldx%lld] = A[g][%lldx%lld] @ W[g][%lldx%lld]^T, "
+  p.useful_rows = useful_rows;
+  p.no_run = args.flag("no-run");
+  std::string dump_dir = args.str("dump-dir", p.no_run ? "tessel-grouped-gemm-dump" : "");
+  p.opts = tb::example_options(args, schedule, dump_dir);
+  const std::int64_t row_tiles = p.row_tiles = ts::cdiv(M_max, std::int64_t(tile.bm));
+  std::printf("tessel-grouped-gemm --masked%s: %lld groups, C[g][%lldx%lld] = A[g][%lldx%lld] @ W[g][%lldx%lld]^T, "
               "the first rows[g] rows of each\n",
-              (long long)G, (long long)M_max, (long long)N, (long long)M_max, (long long)K, (long long)N, (long long)K);
+              args.flag("fp8") ? " --fp8" : "", (long long)G, (long long)M_max, (long long)N, (long long)M_max, (long long)K, (long long)N, (long long)K);
   std::printf("  rows:   ");
   for (std::int64_t g = 0; g < G; ++g) std::printf("%s%lld", g ? "," : "", (long long)rows[g]);
   std::printf(" (%lld useful of %lld rows; %lld live row tiles of %lld)\n", (long long)useful_rows,
               (long long)(G * M_max), (long long)live_tiles, (long long)(G * row_tiles));
-  ts::kernel k = tb::compile_example("grouped_gemm_masked", tile, opts,
-                                     [&] { return tb::jit_example_tile<examples::grouped_gemm_masked>(tile, opts); });
-  if (no_run) return 0;
+  return p;
+}
+
+/// --masked (bf16): checked against cuBLASLt per group, timed (see the top of this file).
+int run_masked(const tb::cli& args, std::uint64_t seed, ts::schedule schedule, std::int64_t N, std::int64_t K) {
+  const masked_problem p = masked_setup(args, seed, schedule, N, K);
+  const std::vector<std::int64_t>& rows = p.rows;
+  const std::int64_t G = p.G, M_max = p.M_max, useful_rows = p.useful_rows;
+  const tb::tile_shape& tile = p.tile;
+  ts::kernel k = tb::compile_example("grouped_gemm_masked", tile, p.opts,
+                                     [&] { return tb::jit_example_tile<examples::grouped_gemm_masked>(tile, p.opts); });
+  if (p.no_run) return 0;
 
   const std::unique_ptr<tb::example_gpu> gpu = tb::open_example_gpu();
   if (!gpu) return 0;
@@ -145,7 +176,7 @@ int run_masked(const tb::cli& args, std::uint64_t seed, ts::schedule schedule, s
   tb::guarded_output C(tb::guarded_matrix(M, N, N, 2));
   std::printf("  data:   uniform [-1,1) bf16 (no zeros), padding rows of A random too; C NaN-poisoned inside sentinel guards\n");
 
-  const ts::grid grid{unsigned(row_tiles), unsigned(ts::cdiv(N, std::int64_t(tile.bn))), unsigned(G)};
+  const ts::grid grid{unsigned(p.row_tiles), unsigned(ts::cdiv(N, std::int64_t(tile.bn))), unsigned(G)};
   auto a = ts::view<ts::bf16>(A.get(), {G, M_max, K});
   auto w = ts::view<ts::bf16>(W.get(), {G, N, K});
   auto launch = [&](const tb::device_buffer& r, void* out, cudaStream_t s) {
@@ -160,7 +191,7 @@ int run_masked(const tb::cli& args, std::uint64_t seed, ts::schedule schedule, s
   for (std::int64_t g = 0; g < G; ++g) {
     if (rows[g] == 0) continue;
     // The reference covers the live tiles' padding rows too (the kernel writes them).
-    const std::int64_t live = std::min(M_max, ts::cdiv(rows[g], std::int64_t(tile.bm)) * tile.bm);
+    const std::int64_t live = p.live_rows(g);
     per_group[g] = std::make_unique<tb::lt_gemm>(lt, rows[g], N, K, tb::out_type::bf16);
     per_group_f32[g] = std::make_unique<tb::lt_gemm>(lt, live, N, K, tb::out_type::f32);
   }
@@ -180,7 +211,7 @@ int run_masked(const tb::cli& args, std::uint64_t seed, ts::schedule schedule, s
     double worst = 0;
     bool ok = true;
     for (std::int64_t g = 0; g < G; ++g) {
-      const std::int64_t live = rows[g] ? std::min(M_max, ts::cdiv(rows[g], std::int64_t(tile.bm)) * tile.bm) : 0;
+      const std::int64_t live = p.live_rows(g);
       dead_elements += (M_max - live) * N;
       if (!live) continue;
       per_group_f32[g]->run(bytesA + g * M_max * K * 2, bytesW + g * N * K * 2, ref.as<float>() + g * M_max * N, stream);
@@ -229,6 +260,117 @@ int run_masked(const tb::cli& args, std::uint64_t seed, ts::schedule schedule, s
   return 0;
 }
 
+/// --masked --fp8: DeepSeek-V3's decode experts (grouped_fp8_blockwise_masked): e4m3 A and W, SA
+/// G x ceil(K/128) x M_max, SW G x ceil(N/128) x ceil(K/128), scales in [2^-10, 2^-4]. Checked on 256
+/// sampled live elements against the CPU in double (tests/gpu/grouped_test.cpp checks every one) and
+/// on the dead tiles' poison; timed against the same kernel with every group full.
+int run_masked_fp8(const tb::cli& args, std::uint64_t seed, ts::schedule schedule, std::int64_t N, std::int64_t K) {
+  const masked_problem p = masked_setup(args, seed, schedule, N, K);
+  const std::int64_t G = p.G, M_max = p.M_max;
+  const tb::tile_shape& tile = p.tile;
+  ts::kernel k = tb::compile_example("grouped_fp8_blockwise_masked", {tile.bm, tile.bn, 128}, p.opts, [&] {
+    if (tile == tb::tile_shape{128, 128, 64}) return ts::jit(examples::grouped_fp8_blockwise_masked<128, 128>{}, p.opts);
+    if (tile == tb::tile_shape{64, 128, 64}) return ts::jit(examples::grouped_fp8_blockwise_masked<64, 128>{}, p.opts);
+    throw tb::usage_error("--tile: --masked --fp8 instantiates 128x128 and 64x128");
+  });
+  if (p.no_run) return 0;
+
+  const std::unique_ptr<tb::example_gpu> gpu = tb::open_example_gpu();
+  if (!gpu) return 0;
+  cudaStream_t stream = gpu->stream;
+  const std::int64_t M = G * M_max, KB = ts::cdiv(K, std::int64_t(128)), NB = ts::cdiv(N, std::int64_t(128));
+  const auto e4 = tb::fp8_kind::e4m3;
+  const std::vector<std::uint8_t> a = tb::random_fp8(std::size_t(M * K), seed, e4),
+                                  w = tb::random_fp8(std::size_t(G * N * K), seed + 1, e4);
+  std::vector<float> sa(std::size_t(G * KB * M_max)), sw(std::size_t(G * NB * KB));  // SA[g][kb][r], SW[g][nb][kb]
+  {
+    std::mt19937 rng{static_cast<unsigned>(seed + 7)};
+    std::uniform_real_distribution<float> u(-10, -4);
+    for (float& x : sa) x = std::exp2(u(rng));
+    for (float& x : sw) x = std::exp2(u(rng));
+  }
+  auto upload = [&](const void* host, std::size_t bytes) {
+    tb::device_buffer d(bytes);
+    tb::check_cuda(cudaMemcpy(d.get(), host, bytes, cudaMemcpyHostToDevice), "upload", __FILE__, __LINE__);
+    return d;
+  };
+  const std::vector<std::int32_t> counts(p.rows.begin(), p.rows.end());
+  const std::vector<std::int32_t> full(static_cast<std::size_t>(G), static_cast<std::int32_t>(M_max));
+  const tb::device_buffer A = upload(a.data(), a.size()), W = upload(w.data(), w.size()),
+                          SA = upload(sa.data(), sa.size() * 4), SW = upload(sw.data(), sw.size() * 4),
+                          Rows = upload(counts.data(), G * 4), Full = upload(full.data(), G * 4);
+  tb::device_buffer Cfull(M * N * 2);
+  tb::guarded_output C(tb::guarded_matrix(M, N, N, 2));
+  std::printf("  data:   random e4m3 (no zeros), padding rows of A random too; C NaN-poisoned inside sentinel guards\n");
+  const ts::grid grid{unsigned(p.row_tiles), unsigned(ts::cdiv(N, std::int64_t(tile.bn))), unsigned(G)};
+  auto launch = [&](const tb::device_buffer& r, void* out, cudaStream_t s) {
+    k.launch(s, grid, ts::view<ts::f8e4m3>(A.get(), {G, M_max, K}), ts::view<ts::f8e4m3>(W.get(), {G, N, K}),
+             ts::view<ts::f32>(SA.get(), {G, KB, M_max}), ts::view<ts::f32>(SW.get(), {G, NB, KB}),
+             ts::view<ts::i32>(r.get(), {G}), ts::view<ts::bf16>(out, {G, M_max, N}));
+  };
+
+  if (!args.flag("no-check")) {
+    C.reset(stream);
+    launch(Rows, C.data(), stream);
+    const tb::guard_report gr = C.check(stream);
+    std::int64_t dead_elements = 0;
+    for (std::int64_t g = 0; g < G; ++g) dead_elements += (M_max - p.live_rows(g)) * N;
+    // 256 sampled elements of live tiles (the first and last live ones among them), in double.
+    std::vector<std::pair<std::int64_t, std::int64_t>> live;  // (group, row) of every live row
+    for (std::int64_t g = 0; g < G; ++g)
+      for (std::int64_t r = 0; r < p.live_rows(g); ++r) live.push_back({g, r});
+    std::mt19937_64 rng(seed);
+    int bad = 0;
+    for (int t = 0; t < 256; ++t) {
+      const auto [g, r] = t == 0 ? live.front() : t == 1 ? live.back() : live[rng() % live.size()];
+      const std::int64_t c = t == 0 ? 0 : t == 1 ? N - 1 : std::int64_t(rng() % std::uint64_t(N));
+      double want = 0, scaled_abs = 0;
+      for (std::int64_t blk = 0; blk < KB; ++blk) {
+        double sum = 0, abs_sum = 0;
+        for (std::int64_t kk = blk * 128; kk < std::min(K, blk * 128 + 128); ++kk) {
+          const double x = tb::fp8_to_double(a[std::size_t((g * M_max + r) * K + kk)], e4) *
+                           tb::fp8_to_double(w[std::size_t((g * N + c) * K + kk)], e4);
+          sum += x, abs_sum += std::fabs(x);
+        }
+        const double sc = double(sa[std::size_t((g * KB + blk) * M_max + r)]) * double(sw[std::size_t((g * NB + c / 128) * KB + blk)]);
+        want += sum * sc, scaled_abs += abs_sum * sc;
+      }
+      const double got = tb::bf16_to_float(std::uint16_t(C.bits(0, g * M_max + r, c)));
+      const double tol = scaled_abs * std::ldexp(1.0, -10) + std::fabs(want) * (std::ldexp(1.0, -8) + 1e-6);
+      if (!(std::fabs(got - want) <= tol) && bad++ < 4)
+        std::printf("  C[%lld][%lld][%lld] = %.9g, CPU reference %.9g (tol %.3g)\n", (long long)g, (long long)r,
+                    (long long)c, got, want, tol);
+    }
+    const bool dead_untouched = gr.clobbered == 0 && std::int64_t(gr.unwritten) == dead_elements;
+    std::printf("  check:  live tiles: %d of 256 sampled elements differ from the CPU (double); dead tiles: %llu "
+                "elements unwritten (want %lld), %llu guard bytes clobbered\n",
+                bad, (unsigned long long)gr.unwritten, (long long)dead_elements, (unsigned long long)gr.clobbered);
+    if (bad || !dead_untouched) {
+      std::printf("FAILED: a sampled live element differs from the CPU, or a dead tile was written, or a guard was "
+                  "clobbered\n%s\n", gr.str().c_str());
+      return 1;
+    }
+  }
+
+  tb::timing_config cfg;
+  cfg.batch = int(args.i64("iters", 20));
+  cfg.repeats = int(args.i64("repeats", 10));
+  cfg.warmup_ms = args.f64("warmup-ms", 1000);
+  const std::vector<tb::timing> t = tb::time_interleaved(
+      {[&](int, cudaStream_t s) { launch(Rows, C.data(), s); }, [&](int, cudaStream_t s) { launch(Full, Cfull.get(), s); }},
+      cfg, stream, &gpu->nvml);
+  const double useful = 2.0 * double(p.useful_rows) * double(N) * double(K);
+  const double weights_gb = double(G) * double(N) * double(K) / 1e9;
+  const char* names[] = {"masked grouped fp8 GEMM (tessel)", "same kernel, every group full (all M_max rows)"};
+  for (std::size_t i = 0; i < t.size(); ++i)
+    std::printf("  %-48s %8.3f ms  %7.1f useful TFLOP/s  %6.0f GB/s of weights  (enqueue %.1f us)\n", names[i],
+                t[i].median_ms, tb::tflops(useful, t[i].median_ms), weights_gb / (t[i].median_ms / 1e3),
+                t[i].enqueue_us);
+  std::printf("  masked / every group full: %.3f   (time ratio inverted: > 1 means the masked launch is faster)\n",
+              t[1].median_ms / t[0].median_ms);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -236,7 +378,7 @@ int main(int argc, char** argv) {
     tb::cli args(argc, argv,
                  {"groups", "m", "rows", "n", "k", "tail-tiles", "m-max", "schedule", "tile", "stages", "decomposition",
                   "cluster", "raster-group", "cublas-algos", "dump-dir", "iters", "repeats", "warmup-ms", "seed"},
-                 {"no-run", "check", "no-check", "help", "masked"});
+                 {"no-run", "check", "no-check", "help", "masked", "fp8"});
     if (args.flag("help")) {
       std::cout << kUsage;
       return 0;
@@ -246,8 +388,8 @@ int main(int argc, char** argv) {
     const ts::schedule schedule = tb::parse_schedule(args.str("schedule", masked ? "auto" : "cooperative"));
     const std::int64_t N = args.i64("n", 4096), K = args.i64("k", 4096), tail = args.i64("tail-tiles", 0);
     if (N <= 0 || K <= 0) throw tb::usage_error("--n/--k must be positive");
-    if (masked) return run_masked(args, seed, schedule, N, K);
-    if (args.has("m-max")) throw tb::usage_error("--m-max is for --masked");
+    if (masked) return args.flag("fp8") ? run_masked_fp8(args, seed, schedule, N, K) : run_masked(args, seed, schedule, N, K);
+    if (args.has("m-max") || args.flag("fp8")) throw tb::usage_error("--m-max and --fp8 are for --masked");
     if (tail < 0) throw tb::usage_error("--tail-tiles must be >= 0");
     const tb::tile_shape tile =
         tb::parse_tile(args.str("tile", schedule == ts::schedule::pingpong ? "128x128" : "128x256"));

@@ -74,14 +74,16 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
     return clustered ? tessel::decomposition::automatic : ruled;
   };
 
-  // R8. A trip count that depends on the tile (the k-loop's bounds read a program id: a
-  //     triangular GEMM's range(0, m + BM, BK)): cooperative and pingpong run every tile of a CTA
-  //     with one trip count (tessel-select-schedule rule 9), so warp_specialized, the
-  //     producer/consumer schedule of one tile per CTA (which also runs a scaled accumulation and
-  //     a dual GEMM), for tiles of at most 192 rows; tma beyond, except for a scaled accumulation,
-  //     which only warp_specialized can run here (a 256-row one then fails with its BM rule). A
-  //     user's cluster stays (a non-persistent schedule then refuses it, naming it). Unmeasured:
-  //     the rule keeps such a program correct; it is not a speed measurement.
+  // R8. A trip count that depends on the tile (the k-loop's bounds read a program id or a
+  //     tensor element: a triangular GEMM's range(0, m + BM, BK), a masked grouped GEMM's
+  //     range(0, live * K, BK)): cooperative and pingpong run it only with whole tiles and a 1x1
+  //     cluster (tessel-select-schedule rule 9: their rings carry running positions), so
+  //     warp_specialized, the producer/consumer schedule of one tile per CTA (which also runs a
+  //     scaled accumulation and a dual GEMM), for tiles of at most 192 rows; tma beyond, except
+  //     for a scaled accumulation, which only warp_specialized can run here (a 256-row one then
+  //     fails with its BM rule). A user's cluster stays (a non-persistent schedule then refuses
+  //     it, naming it). Unmeasured against the persistent schedules: the rule keeps such a
+  //     program correct; it is not a speed measurement.
   if (g.tileTrips) {
     c.schedule = g.scaled || (g.bm % 64 == 0 && g.bm <= 192) ? tessel::schedule::warp_specialized
                                                              : tessel::schedule::tma;

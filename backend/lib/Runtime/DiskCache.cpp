@@ -485,7 +485,9 @@ std::optional<DecodedEntry> decodeCacheEntry(std::string_view data, std::string_
          for (std::uint32_t i = 0, n = rr.count(7); i < n; ++i) {
            ArgSpec a;
            std::uint8_t type = rr.u8();
-           if (type > static_cast<std::uint8_t>(dtype::index))
+           // Any enumerator of dtype (dtypeName's switch covers them all; a
+           // bound on one enumerator missed the fp8 types added after it).
+           if (std::strcmp(dtypeName(static_cast<dtype>(type)), "?") == 0)
              rr.bad = true;
            a.type = static_cast<dtype>(type);
            a.rank = rr.i32();

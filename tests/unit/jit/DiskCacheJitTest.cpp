@@ -138,6 +138,19 @@ TEST_F(DiskCacheJit, HitInANewProcessDoesNotCompile) {
               jitMs(cold), warmTimes(*this, "add").c_str());
 }
 
+// Every dtype an argument can have is read back: the decoder once rejected the dtypes after
+// `index` (f8e4m3, f8e5m2) as malformed, so every fp8 kernel was recompiled, with a warning, in
+// every new process.
+TEST_F(DiskCacheJit, Fp8GemmHitsInANewProcess) {
+  std::string cold = run("fp8");
+  EXPECT_THAT(cold, HasSubstr("tessel: compiled 'examples_fp8_gemm_"));
+  ASSERT_EQ(validEntries(), 1u);
+  std::string warm = run("fp8");
+  EXPECT_TRUE(fromDisk(warm)) << warm;
+  EXPECT_FALSE(compiled(warm)) << warm;
+  EXPECT_THAT(warm, Not(HasSubstr("warning")));
+}
+
 TEST_F(DiskCacheJit, GemmAndItsLaunchTimeVariantHitInANewProcessAndStillDump) {
   // A misaligned A makes the launch compile the schedule multistage variant (a second entry).
   std::string cold = run("gemm --schedule tma --stages 3 --misaligned-launch");

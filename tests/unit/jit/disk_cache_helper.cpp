@@ -1,7 +1,7 @@
 // disk_cache_helper - a separate process for DiskCacheJitTest: jits one kernel through libtessel
 // (the on-disk cache as the environment configures it) and says how long ts::jit took.
 //
-//   tessel_disk_cache_helper <add|scale|gemm> [--threads T] [--kernels N] [--misaligned-launch]
+//   tessel_disk_cache_helper <add|scale|gemm|fp8> [--threads T] [--kernels N] [--misaligned-launch]
 //                            [--debug] [--stages S] [--schedule tma|multistage|...] [--swizzle W]
 //                            [--raster R] [--cluster 2x1] [--decomposition dp|sk] [--dump DIR]
 //
@@ -21,6 +21,7 @@
 #include <tessel/tessel.hpp>
 
 #include "02_gemm/gemm.hpp"
+#include "08_fp8_gemm/fp8_gemm.hpp"
 
 namespace ts = tessel;
 using namespace ts::literals;
@@ -51,7 +52,7 @@ double msSince(std::chrono::steady_clock::time_point t0) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s <add|scale|gemm> [options]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s <add|scale|gemm|fp8> [options]\n", argv[0]);
     return 2;
   }
   const std::string program = argv[1];
@@ -93,6 +94,8 @@ int main(int argc, char** argv) {
       k = ts::jit(add{}, o);
     else if (program == "scale")
       k = ts::jit(scale{3.0f + float(n)}, o);
+    else if (program == "fp8")  // e4m3 operands, a runtime scale: arguments of every dtype kind
+      k = ts::jit(examples::fp8_gemm<ts::f8e4m3, ts::f8e5m2, ts::bf16, 128, 128>{}, o);
     else
       k = ts::jit(examples::gemm<128, 128, 64>{}, o);
     std::printf("helper: jit %s %.2f ms\n", k.name().c_str(), msSince(t0));
