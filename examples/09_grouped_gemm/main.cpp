@@ -18,7 +18,7 @@
 //
 //   tessel-grouped-gemm [--groups 8 --m 2048 | --rows R0,R1,...] [--n 4096 --k 4096] [--schedule cooperative]
 //                       [--tile 128x256] [--tail-tiles T] [--dump-dir DIR] [--no-run] [--check|--no-check]
-//   tessel-grouped-gemm --masked --m-max 256 [--groups 32 --m 48 | --rows ...] [--tile 64x128] [--fp8] ...
+//   tessel-grouped-gemm --masked [--m-max 256] [--groups G --m M | --rows ...] [--tile 64x128] [--fp8] ...
 // (--fp8: the block-scaled fp8 experts, checked on sampled elements, timed against every group full.)
 #include <cuda_runtime.h>
 
@@ -62,6 +62,7 @@ constexpr const char* kUsage = R"(usage: tessel-grouped-gemm [options]
   --fp8               (--masked) DeepSeek-V3's block-scaled fp8 experts (grouped_fp8_blockwise_masked;
                       tiles 64x128, 128x128), checked on sampled elements against the CPU
   --cublas-algos N    time cuBLASLt's N best heuristic algorithms, keep the fastest          (default 1)
+                      (contiguous layout only)
   --dump-dir DIR      write every compilation stage to DIR
   --no-run            trace + compile only (no GPU needed); DIR defaults to ./tessel-grouped-gemm-dump
   --iters N / --repeats R / --warmup-ms T / --check / --no-check / --seed S   as in tessel-gemm
@@ -108,7 +109,7 @@ struct masked_problem {
   tb::tile_shape tile;
   ts::options opts;
   bool no_run = false;
-  /// Elements of C that dead tiles leave untouched; a live group's rows that the kernel writes.
+  /// The rows of group g that the kernel writes: its live tiles' rows (none when rows[g] is 0).
   std::int64_t live_rows(std::int64_t g) const {
     return rows[g] ? std::min(M_max, ts::cdiv(rows[g], std::int64_t(tile.bm)) * tile.bm) : 0;
   }
@@ -119,6 +120,12 @@ masked_problem masked_setup(const tb::cli& args, std::uint64_t seed, ts::schedul
   masked_problem p;
   p.N = N, p.K = K;
   if (args.has("tail-tiles")) throw tb::usage_error("--tail-tiles is for the contiguous layout, not --masked");
+  if (args.has("cublas-algos"))
+    throw tb::usage_error("--cublas-algos is for the contiguous layout: --masked runs cuBLASLt's default algorithm per "
+                          "group (and no cuBLASLt with --fp8)");
+  if (args.flag("fp8") && K % 16 != 0)
+    throw tb::usage_error("--k: --fp8 needs K a multiple of 16 (A's and W's rows must be 16-byte multiples for TMA; "
+                          "an fp8 tensor has no fallback), got " + std::to_string(K));
   const std::int64_t M_max = p.M_max = args.i64("m-max", 256);
   if (M_max <= 0) throw tb::usage_error("--m-max must be positive");
   const tb::tile_shape tile = p.tile = tb::parse_tile(args.str("tile", "64x128"));
@@ -134,7 +141,7 @@ masked_problem masked_setup(const tb::cli& args, std::uint64_t seed, ts::schedul
     }
     useful_rows += rows[g], live_tiles += ts::cdiv(rows[g], std::int64_t(tile.bm));
   }
-  if (useful_rows == 0) throw tb::usage_error("--rows: every group is empty, nothing to compute");
+  if (useful_rows == 0) throw tb::usage_error("every group is empty (0 rows): nothing to compute");
   p.useful_rows = useful_rows;
   p.no_run = args.flag("no-run");
   std::string dump_dir = args.str("dump-dir", p.no_run ? "tessel-grouped-gemm-dump" : "");
@@ -142,7 +149,8 @@ masked_problem masked_setup(const tb::cli& args, std::uint64_t seed, ts::schedul
   const std::int64_t row_tiles = p.row_tiles = ts::cdiv(M_max, std::int64_t(tile.bm));
   std::printf("tessel-grouped-gemm --masked%s: %lld groups, C[g][%lldx%lld] = A[g][%lldx%lld] @ W[g][%lldx%lld]^T, "
               "the first rows[g] rows of each\n",
-              args.flag("fp8") ? " --fp8" : "", (long long)G, (long long)M_max, (long long)N, (long long)M_max, (long long)K, (long long)N, (long long)K);
+              args.flag("fp8") ? " --fp8" : "", (long long)G, (long long)M_max, (long long)N, (long long)M_max,
+              (long long)K, (long long)N, (long long)K);
   std::printf("  rows:   ");
   for (std::int64_t g = 0; g < G; ++g) std::printf("%s%lld", g ? "," : "", (long long)rows[g]);
   std::printf(" (%lld useful of %lld rows; %lld live row tiles of %lld)\n", (long long)useful_rows,
@@ -174,7 +182,8 @@ int run_masked(const tb::cli& args, std::uint64_t seed, ts::schedule schedule, s
   tb::check_cuda(cudaMemcpyAsync(Full.get(), full.data(), G * 4, cudaMemcpyHostToDevice, stream), "copy full rows",
                  __FILE__, __LINE__);
   tb::guarded_output C(tb::guarded_matrix(M, N, N, 2));
-  std::printf("  data:   uniform [-1,1) bf16 (no zeros), padding rows of A random too; C NaN-poisoned inside sentinel guards\n");
+  std::printf("  data:   uniform [-1,1) bf16 (no zeros), padding rows of A random too; "
+              "C NaN-poisoned inside sentinel guards\n");
 
   const ts::grid grid{unsigned(p.row_tiles), unsigned(ts::cdiv(N, std::int64_t(tile.bn))), unsigned(G)};
   auto a = ts::view<ts::bf16>(A.get(), {G, M_max, K});
@@ -198,7 +207,8 @@ int run_masked(const tb::cli& args, std::uint64_t seed, ts::schedule schedule, s
   auto launch_loop = [&](void* out, cudaStream_t s) {
     for (std::int64_t g = 0; g < G; ++g)
       if (per_group[g])
-        per_group[g]->run(bytesA + g * M_max * K * 2, bytesW + g * N * K * 2, static_cast<char*>(out) + g * M_max * N * 2, s);
+        per_group[g]->run(bytesA + g * M_max * K * 2, bytesW + g * N * K * 2,
+                          static_cast<char*>(out) + g * M_max * N * 2, s);
   };
 
   if (!args.flag("no-check")) {
@@ -214,7 +224,8 @@ int run_masked(const tb::cli& args, std::uint64_t seed, ts::schedule schedule, s
       const std::int64_t live = p.live_rows(g);
       dead_elements += (M_max - live) * N;
       if (!live) continue;
-      per_group_f32[g]->run(bytesA + g * M_max * K * 2, bytesW + g * N * K * 2, ref.as<float>() + g * M_max * N, stream);
+      per_group_f32[g]->run(bytesA + g * M_max * K * 2, bytesW + g * N * K * 2, ref.as<float>() + g * M_max * N,
+                            stream);
       const tb::compare_stats st =
           tb::compare_bf16_f32(dense.as<char>() + g * M_max * N * 2, ref.as<float>() + g * M_max * N, live * N, stream);
       worst = std::max(worst, st.rel_err);
@@ -225,9 +236,11 @@ int run_masked(const tb::cli& args, std::uint64_t seed, ts::schedule schedule, s
     }
     // Every element of a dead tile keeps its poison, and nothing else does.
     const bool dead_untouched = gr.clobbered == 0 && std::int64_t(gr.unwritten) == dead_elements;
-    std::printf("  check:  live tiles: worst relative error %.2e over %lld groups; dead tiles: %llu elements unwritten "
+    std::printf("  check:  live tiles: worst relative error %.2e over %lld non-empty groups; dead tiles: %llu "
+                "elements unwritten "
                 "(want %lld), %llu guard bytes clobbered\n",
-                worst, (long long)G, (unsigned long long)gr.unwritten, (long long)dead_elements,
+                worst, (long long)std::count_if(rows.begin(), rows.end(), [](std::int64_t r) { return r > 0; }),
+                (unsigned long long)gr.unwritten, (long long)dead_elements,
                 (unsigned long long)gr.clobbered);
     if (!ok || !dead_untouched) {
       std::printf("FAILED: a live tile does not match the reference (relative Frobenius error < 1e-2, no NaN), or a "
@@ -269,8 +282,10 @@ int run_masked_fp8(const tb::cli& args, std::uint64_t seed, ts::schedule schedul
   const std::int64_t G = p.G, M_max = p.M_max;
   const tb::tile_shape& tile = p.tile;
   ts::kernel k = tb::compile_example("grouped_fp8_blockwise_masked", {tile.bm, tile.bn, 128}, p.opts, [&] {
-    if (tile == tb::tile_shape{128, 128, 64}) return ts::jit(examples::grouped_fp8_blockwise_masked<128, 128>{}, p.opts);
-    if (tile == tb::tile_shape{64, 128, 64}) return ts::jit(examples::grouped_fp8_blockwise_masked<64, 128>{}, p.opts);
+    if (tile == tb::tile_shape{128, 128, 64})
+      return ts::jit(examples::grouped_fp8_blockwise_masked<128, 128>{}, p.opts);
+    if (tile == tb::tile_shape{64, 128, 64})
+      return ts::jit(examples::grouped_fp8_blockwise_masked<64, 128>{}, p.opts);
     throw tb::usage_error("--tile: --masked --fp8 instantiates 128x128 and 64x128");
   });
   if (p.no_run) return 0;
@@ -301,7 +316,8 @@ int run_masked_fp8(const tb::cli& args, std::uint64_t seed, ts::schedule schedul
                           Rows = upload(counts.data(), G * 4), Full = upload(full.data(), G * 4);
   tb::device_buffer Cfull(M * N * 2);
   tb::guarded_output C(tb::guarded_matrix(M, N, N, 2));
-  std::printf("  data:   random e4m3 (no zeros), padding rows of A random too; C NaN-poisoned inside sentinel guards\n");
+  std::printf("  data:   random e4m3 (no zeros), padding rows of A random too; "
+              "C NaN-poisoned inside sentinel guards\n");
   const ts::grid grid{unsigned(p.row_tiles), unsigned(ts::cdiv(N, std::int64_t(tile.bn))), unsigned(G)};
   auto launch = [&](const tb::device_buffer& r, void* out, cudaStream_t s) {
     k.launch(s, grid, ts::view<ts::f8e4m3>(A.get(), {G, M_max, K}), ts::view<ts::f8e4m3>(W.get(), {G, N, K}),
@@ -332,7 +348,8 @@ int run_masked_fp8(const tb::cli& args, std::uint64_t seed, ts::schedule schedul
                            tb::fp8_to_double(w[std::size_t((g * N + c) * K + kk)], e4);
           sum += x, abs_sum += std::fabs(x);
         }
-        const double sc = double(sa[std::size_t((g * KB + blk) * M_max + r)]) * double(sw[std::size_t((g * NB + c / 128) * KB + blk)]);
+        const double sc = double(sa[std::size_t((g * KB + blk) * M_max + r)]) *
+                          double(sw[std::size_t((g * NB + c / 128) * KB + blk)]);
         want += sum * sc, scaled_abs += abs_sum * sc;
       }
       const double got = tb::bf16_to_float(std::uint16_t(C.bits(0, g * M_max + r, c)));
@@ -357,7 +374,8 @@ int run_masked_fp8(const tb::cli& args, std::uint64_t seed, ts::schedule schedul
   cfg.repeats = int(args.i64("repeats", 10));
   cfg.warmup_ms = args.f64("warmup-ms", 1000);
   const std::vector<tb::timing> t = tb::time_interleaved(
-      {[&](int, cudaStream_t s) { launch(Rows, C.data(), s); }, [&](int, cudaStream_t s) { launch(Full, Cfull.get(), s); }},
+      {[&](int, cudaStream_t s) { launch(Rows, C.data(), s); },
+       [&](int, cudaStream_t s) { launch(Full, Cfull.get(), s); }},
       cfg, stream, &gpu->nvml);
   const double useful = 2.0 * double(p.useful_rows) * double(N) * double(K);
   const double weights_gb = double(G) * double(N) * double(K) / 1e9;
@@ -388,7 +406,8 @@ int main(int argc, char** argv) {
     const ts::schedule schedule = tb::parse_schedule(args.str("schedule", masked ? "auto" : "cooperative"));
     const std::int64_t N = args.i64("n", 4096), K = args.i64("k", 4096), tail = args.i64("tail-tiles", 0);
     if (N <= 0 || K <= 0) throw tb::usage_error("--n/--k must be positive");
-    if (masked) return args.flag("fp8") ? run_masked_fp8(args, seed, schedule, N, K) : run_masked(args, seed, schedule, N, K);
+    if (masked)
+      return args.flag("fp8") ? run_masked_fp8(args, seed, schedule, N, K) : run_masked(args, seed, schedule, N, K);
     if (args.has("m-max") || args.flag("fp8")) throw tb::usage_error("--m-max and --fp8 are for --masked");
     if (tail < 0) throw tb::usage_error("--tail-tiles must be >= 0");
     const tb::tile_shape tile =
@@ -400,7 +419,7 @@ int main(int argc, char** argv) {
     const examples::contiguous_groups layout = examples::layout_groups(rows, tile.bm, needed_tiles + tail);
     const std::int64_t M = layout.total_rows;
     // (The check's relative error needs a nonzero reference.)
-    if (useful_rows == 0) throw tb::usage_error("--rows: every group is empty, nothing to compute");
+    if (useful_rows == 0) throw tb::usage_error("every group is empty (0 rows): nothing to compute");
     const bool no_run = args.flag("no-run");
     std::string dump_dir = args.str("dump-dir", no_run ? "tessel-grouped-gemm-dump" : "");
     const ts::options opts = tb::example_options(args, schedule, dump_dir);

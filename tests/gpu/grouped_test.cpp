@@ -13,11 +13,12 @@
 // The masked layout (GroupedMasked: A G x M_max x K, group g's first rows[g] rows hold tokens, the
 // counts read on the device): a tile past its group's rows has no k-steps and stores past C's rows,
 // so every element of it must still hold the NaN poison; live tiles match the reference, their
-// padding rows too. Groups of 0, 1, BM, BM + 1 and M_max rows, M_max not a multiple of BM, and more
-// tiles than SMs, so that a persistent CTA walks dead and live tiles in turn. GroupedMaskedFp8: the
-// same with DeepSeek-V3's block-scaled fp8 (the scaled mainloop, whose k-steps run in pairs).
+// padding rows too. Groups of 0, 1, BM, BM + 1 and M_max rows, counts above M_max and below 0,
+// M_max not a multiple of BM, and more tiles than SMs, so that a persistent CTA walks dead and live
+// tiles in turn. GroupedMaskedFp8: the same with DeepSeek-V3's block-scaled fp8 (the scaled
+// mainloop, whose k-steps run in pairs).
 //
-// The same layout with a SwiGLU dual GEMM per group (GroupedSwiglu: H = silu(A W1[g]^T) *
+// The contiguous layout with a SwiGLU dual GEMM per group (GroupedSwiglu: H = silu(A W1[g]^T) *
 // (A W3[g]^T)) and with DeepSeek-V3's block-scaled fp8 (GroupedFp8Blockwise: per-row-and-K-block
 // scales of A, per-128x128-block scales of each group's weights, read at the tile's group).
 #include <gtest/gtest.h>
@@ -189,7 +190,7 @@ struct masked_case {
 std::string masked_name(const ::testing::TestParamInfo<masked_case>& info) {
   const masked_case& c = info.param;
   std::string s = std::string(tb::schedule_name(c.schedule)) + "_bm" + std::to_string(c.bm) + "_g";
-  for (std::int64_t r : c.rows) s += std::to_string(r) + "_";
+  for (std::int64_t r : c.rows) s += (r < 0 ? "neg" + std::to_string(-r) : std::to_string(r)) + "_";
   return s + "mmax" + std::to_string(c.m_max) + "_n" + std::to_string(c.n) + "_k" + std::to_string(c.k);
 }
 
@@ -243,7 +244,8 @@ TEST_P(GroupedMasked, LiveTilesMatchDeadTilesWriteNothing) {
   tb::guarded_output C(tb::guarded_matrix(Mx, N, ldC, 2, true, G));
   C.reset();
   const ts::grid grid{unsigned(ts::cdiv(Mx, BM)), unsigned(ts::cdiv(N, std::int64_t(128))), unsigned(G)};
-  ASSERT_NO_THROW(k.launch(nullptr, grid, ts::view<ts::bf16>(A.get(), {G, Mx, K}), ts::view<ts::bf16>(W.get(), {G, N, K}),
+  ASSERT_NO_THROW(k.launch(nullptr, grid, ts::view<ts::bf16>(A.get(), {G, Mx, K}),
+                           ts::view<ts::bf16>(W.get(), {G, N, K}),
                            ts::view<ts::i32>(R.get(), {G}),
                            ts::view<ts::bf16>(C.data(), {G, Mx, N}, {Mx * ldC, ldC, 1})));
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
@@ -264,11 +266,16 @@ std::vector<masked_case> masked_cases() {
                          ts::schedule::pingpong, ts::schedule::automatic})
     out.push_back({s, 64, {37, 0, 1, 64, 65, 200}, 200, 136, 520});
   out.push_back({ts::schedule::cooperative, 128, {37, 0, 1, 128, 129, 200}, 200, 136, 520});
-  // 16 groups x 4 row tiles x 4 column tiles = 256 tiles on 132 SMs, dead and live mixed.
+  // Counts outside 0 .. M_max: above M_max every tile of the group is live, below 0 none is (the
+  // kernel's min/max; the host need not clamp).
+  for (ts::schedule s : {ts::schedule::warp_specialized, ts::schedule::pingpong})
+    out.push_back({s, 64, {300, -1, 37, -70}, 200, 136, 520});
+  // More tiles than SMs, dead and live mixed, so that a persistent CTA walks both in turn:
+  // 16 groups x 4 row tiles x 4 column tiles = 256 tiles (BM 64); x 2 x 5 = 160 (BM 128).
   const std::vector<std::int64_t> many = {3, 0, 256, 70, 129, 1, 0, 190, 64, 0, 255, 17, 0, 0, 100, 200};
   for (ts::schedule s : {ts::schedule::warp_specialized, ts::schedule::pingpong, ts::schedule::automatic})
     out.push_back({s, 64, many, 256, 512, 192});
-  out.push_back({ts::schedule::cooperative, 128, many, 256, 512, 192});
+  out.push_back({ts::schedule::cooperative, 128, many, 256, 640, 192});
   return out;
 }
 
@@ -321,21 +328,23 @@ TEST_P(GroupedMaskedFp8, LiveTilesMatchDeadTilesWriteNothing) {
                          tb::fp8_to_double(w[std::size_t((g * N + j) * K + kk)], e4);
         sum += p, abs_sum += std::fabs(p);
       }
-      const double s = double(sa[std::size_t((g * kb + blk) * Mx + i)]) * double(sw[std::size_t((g * nb + j / 128) * kb + blk)]);
+      const double s = double(sa[std::size_t((g * kb + blk) * Mx + i)]) *
+                       double(sw[std::size_t((g * nb + j / 128) * kb + blk)]);
       want += sum * s, scaled_abs += abs_sum * s;
     }
     return std::pair{want, scaled_abs * std::ldexp(1.0, -10) + std::fabs(want) * (std::ldexp(1.0, -8) + 1e-6)};
   });
 }
 
-// Groups of 0, 1, BM + 1 and M_max rows; K = 400 (three full 128-blocks and a partial one: an odd
-// number of k-steps, so the scaled mainloop ends on one) and 256 (an even number).
+// Groups of 0, 1, BM + 1 and M_max rows; K = 336, 112, 592 (3, 1 and 5 k-steps: the scaled
+// mainloop's pairs end on one k-step) and 256 (2: they end on two). Cooperative with 2 x 10 x 8 =
+// 160 tiles on 132 SMs: a persistent CTA walks dead and live tiles in turn.
 INSTANTIATE_TEST_SUITE_P(
     Grouped, GroupedMaskedFp8,
-    ::testing::Values(masked_case{ts::schedule::warp_specialized, 128, {37, 0, 1, 129, 200}, 200, 264, 400},
-                      masked_case{ts::schedule::cooperative, 128, {37, 0, 1, 129, 256, 5, 0, 90}, 256, 392, 256},
-                      masked_case{ts::schedule::pingpong, 64, {37, 0, 1, 65, 200}, 200, 264, 400},
-                      masked_case{ts::schedule::automatic, 64, {3, 0, 256, 70, 129, 1, 0, 190}, 256, 392, 256}),
+    ::testing::Values(masked_case{ts::schedule::warp_specialized, 128, {37, 0, 1, 129, 200}, 200, 264, 336},
+                      masked_case{ts::schedule::cooperative, 128, {37, 0, 1, 129, 256, 5, 0, 90}, 256, 1160, 256},
+                      masked_case{ts::schedule::pingpong, 64, {37, 0, 1, 65, 200}, 200, 264, 112},
+                      masked_case{ts::schedule::automatic, 64, {3, 0, 256, 70, 129, 1, 0, 190}, 256, 392, 592}),
     masked_name);
 
 // ---- the SwiGLU experts and the fp8 block-scaled experts ----------------------------------------

@@ -83,8 +83,8 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
   //     for a scaled accumulation, which only warp_specialized can run here (a 256-row one then
   //     fails with its BM rule). A user's cluster stays (a non-persistent schedule then refuses
   //     it, naming it). Run 100 (masked grouped GEMM, decode shapes): warp_specialized 1.2-2.1x
-  //     faster than pingpong, whose round-robin tile walk gives the few live tiles to a quarter of
-  //     the CTAs when the row tiles per group divide 132; the hardware balances one CTA per tile.
+  //     faster than pingpong, whose round-robin tile walk gives the live tiles to 1/R of the CTAs
+  //     when R, the row tiles per group, divides 132; the hardware balances one CTA per tile.
   if (g.tileTrips) {
     c.schedule = g.scaled || (g.bm % 64 == 0 && g.bm <= 192) ? tessel::schedule::warp_specialized
                                                              : tessel::schedule::tma;

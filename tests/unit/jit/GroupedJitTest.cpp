@@ -4,7 +4,9 @@
 // from an i32 table with ts::tensor::at; W of rank 3, its group the leading
 // offset) compile to cubins in every schedule: the plain GEMM, the SwiGLU
 // experts (a dual GEMM) and DeepSeek-V3's block-scaled fp8 experts. In the
-// TMA-fed schedules the weights come through 3-d boxes; a 2x1 cluster, which
+// TMA-fed schedules the weights come through 3-d boxes. The masked layout
+// (decode: a trip count per tile that may be 0) compiles in every schedule
+// that allows one, without spills or ptxas performance warnings; a 2x1 cluster, which
 // would multicast one B tile to row tiles of different groups, is an error at
 // ts::jit, verbatim. No GPU is needed (the numerics: tests/gpu/grouped_test.cpp).
 //

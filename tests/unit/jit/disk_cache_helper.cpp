@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
       k = ts::jit(add{}, o);
     else if (program == "scale")
       k = ts::jit(scale{3.0f + float(n)}, o);
-    else if (program == "fp8")  // e4m3 operands, a runtime scale: arguments of every dtype kind
+    else if (program == "fp8")  // e4m3 A, e5m2 B: the dtypes after `index` in the enum
       k = ts::jit(examples::fp8_gemm<ts::f8e4m3, ts::f8e5m2, ts::bf16, 128, 128>{}, o);
     else
       k = ts::jit(examples::gemm<128, 128, 64>{}, o);
