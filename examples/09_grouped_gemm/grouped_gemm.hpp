@@ -108,6 +108,28 @@ struct grouped_fp8_blockwise {
   }
 };
 
+/// The SwiGLU experts in the masked layout (decode): grouped_swiglu's dual GEMM, grouped_gemm_masked's
+/// rows (H is G x M_max x N).
+template <int BM_, int BN_, int BK_ = 64>
+struct grouped_swiglu_masked {
+  static constexpr auto BM = ts::c<BM_>, BN = ts::c<BN_>, BK = ts::c<BK_>;
+
+  void operator()(ts::tensor<ts::bf16, 3> A, ts::tensor<ts::bf16, 3> W1, ts::tensor<ts::bf16, 3> W3,
+                  ts::tensor<ts::i32, 1> group_rows, ts::tensor<ts::bf16, 3> H) const {
+    auto g = ts::program_id(2);
+    auto m = ts::program_id(0) * BM, n = ts::program_id(1) * BN;
+    ts::index rows = group_rows.at({g});
+    auto live = ts::min(ts::max(rows - m, 0), 1);
+    auto gate = ts::zeros<ts::f32>(BM, BN), up = ts::zeros<ts::f32>(BM, BN);
+    for (auto k : ts::range(0, live * A.size(2), BK)) {
+      auto a = A.load({g, m, k}, BM, BK);
+      gate += ts::dot(a, W1.load({g, n, k}, BN, BK).T());
+      up += ts::dot(a, W3.load({g, n, k}, BN, BK).T());
+    }
+    H.store({g, m + (1 - live) * H.size(1), n}, ts::cast<ts::bf16>(ts::silu(gate) * up));
+  }
+};
+
 /// The fp8 experts in the masked layout (DeepGEMM's m-grouped masked fp8 GEMM, DeepSeek-V3's decode):
 /// grouped_fp8_blockwise's scaling, grouped_gemm_masked's rows. SA is G x ceil(K/128) x M_max (each
 /// group's scales of A, rows contiguous), SW G x ceil(N/128) x ceil(K/128).

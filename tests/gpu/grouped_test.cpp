@@ -15,8 +15,8 @@
 // so every element of it must still hold the NaN poison; live tiles match the reference, their
 // padding rows too. Groups of 0, 1, BM, BM + 1 and M_max rows, counts above M_max and below 0,
 // M_max not a multiple of BM, and more tiles than SMs, so that a persistent CTA walks dead and live
-// tiles in turn. GroupedMaskedFp8: the same with DeepSeek-V3's block-scaled fp8 (the scaled
-// mainloop, whose k-steps run in pairs).
+// tiles in turn. GroupedMaskedSwiglu: the same with the SwiGLU dual GEMM; GroupedMaskedFp8: with
+// DeepSeek-V3's block-scaled fp8 (the scaled mainloop, whose k-steps run in pairs).
 //
 // The contiguous layout with a SwiGLU dual GEMM per group (GroupedSwiglu: H = silu(A W1[g]^T) *
 // (A W3[g]^T)) and with DeepSeek-V3's block-scaled fp8 (GroupedFp8Blockwise: per-row-and-K-block
@@ -88,6 +88,8 @@ tb::device_buffer upload_i32(const std::vector<std::int32_t>& v) {
   EXPECT_EQ(cudaMemcpy(d.get(), v.data(), v.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
   return d;
 }
+
+double silu(double x) { return x / (1 + std::exp(-x)); }
 
 /// Compares every element (i, j) of `out` (after out.check()) with ref(i, j, g), {want, tol} for
 /// g the group of row i's tile, or -1 where that tile has no group in 0..G-1; reports the first 8
@@ -281,6 +283,58 @@ std::vector<masked_case> masked_cases() {
 
 INSTANTIATE_TEST_SUITE_P(Grouped, GroupedMasked, ::testing::ValuesIn(masked_cases()), masked_name);
 
+// The SwiGLU experts in the masked layout: H[g][i] = silu(A[g][i] W1[g]^T) * (A[g][i] W3[g]^T) on
+// live tiles; tolerance as GroupedSwiglu's.
+class GroupedMaskedSwiglu : public ::testing::TestWithParam<masked_case> {};
+
+TEST_P(GroupedMaskedSwiglu, LiveTilesMatchDeadTilesWriteNothing) {
+  TESSEL_REQUIRE_GPU();
+  const masked_case& c = GetParam();
+  ASSERT_EQ(c.bm, 64) << "the cases instantiate grouped_swiglu_masked<64, 128>";
+  ts::kernel k;
+  ASSERT_NO_THROW(k = ts::jit(examples::grouped_swiglu_masked<64, 128>{}, {.schedule = c.schedule}));
+  const std::int64_t G = std::int64_t(c.rows.size()), Mx = c.m_max, N = c.n, K = c.k;
+  tb::device_buffer A(G * Mx * K * 2), W1(G * N * K * 2), W3(G * N * K * 2);
+  const tb::device_buffer R = upload_i32(std::vector<std::int32_t>(c.rows.begin(), c.rows.end()));
+  tb::fill_uniform_bf16(A.get(), G * Mx * K, 19 + Mx);
+  tb::fill_uniform_bf16(W1.get(), G * N * K, 23 + N);
+  tb::fill_uniform_bf16(W3.get(), G * N * K, 29 + K);
+  const std::int64_t ldH = tb::padded_ld(N);
+  tb::guarded_output H(tb::guarded_matrix(Mx, N, ldH, 2, true, G));
+  H.reset();
+  const ts::grid grid{unsigned(ts::cdiv(Mx, std::int64_t(64))), unsigned(ts::cdiv(N, std::int64_t(128))), unsigned(G)};
+  ASSERT_NO_THROW(k.launch(nullptr, grid, ts::view<ts::bf16>(A.get(), {G, Mx, K}),
+                           ts::view<ts::bf16>(W1.get(), {G, N, K}), ts::view<ts::bf16>(W3.get(), {G, N, K}),
+                           ts::view<ts::i32>(R.get(), {G}),
+                           ts::view<ts::bf16>(H.data(), {G, Mx, N}, {Mx * ldH, ldH, 1})));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
+  const std::vector<float> a = to_float(tb::to_host_bf16(A.get(), std::size_t(G * Mx * K))),
+                           w1 = to_float(tb::to_host_bf16(W1.get(), std::size_t(G * N * K))),
+                           w3 = to_float(tb::to_host_bf16(W3.get(), std::size_t(G * N * K)));
+  const tb::guard_report gr = H.check();
+  expect_masked(H, gr, c, [&](std::int64_t g, std::int64_t i, std::int64_t j) {
+    double x = 0, y = 0, ex = 0, ey = 0;
+    for (std::int64_t kk = 0; kk < K; ++kk) {
+      const double p = double(a[(g * Mx + i) * K + kk]) * w1[(g * N + j) * K + kk];
+      const double q = double(a[(g * Mx + i) * K + kk]) * w3[(g * N + j) * K + kk];
+      x += p, y += q, ex += std::fabs(p), ey += std::fabs(q);
+    }
+    const double want = silu(x) * y;
+    return std::pair{want, std::ldexp(std::fabs(want), -8) + 1e-5 * (std::fabs(y) * ex + std::fabs(x) * ey) +
+                               2e-6 * std::fabs(want) + 1e-7 * std::fabs(y) + 1e-6};
+  });
+}
+
+// Groups of 0, 1, BM, BM + 1 and M_max rows; pingpong with 4 x 3 x 12 = 144 tiles on 132 SMs.
+INSTANTIATE_TEST_SUITE_P(
+    Grouped, GroupedMaskedSwiglu,
+    ::testing::Values(masked_case{ts::schedule::warp_specialized, 64, {37, 0, 1, 64, 65, 200}, 200, 136, 520},
+                      masked_case{ts::schedule::cooperative, 64, {37, 0, 1, 64, 65, 200}, 200, 136, 520},
+                      masked_case{ts::schedule::pingpong, 64, {3, 0, 256, 70, 129, 1, 0, 190, 64, 0, 255, 17}, 256,
+                                  264, 192},
+                      masked_case{ts::schedule::automatic, 64, {37, 0, 1, 64, 65, 200}, 200, 136, 520}),
+    masked_name);
+
 // The fp8 experts in the masked layout (DeepSeek-V3's decode): SA G x ceil(K/128) x M_max, SW
 // G x ceil(N/128) x ceil(K/128); the scaled mainloop with no k-steps for a dead tile. Tolerance as
 // GroupedFp8Blockwise's.
@@ -372,8 +426,6 @@ examples::contiguous_groups layout_of(const variant_case& c) {
   for (std::int64_t r : c.rows) tiles += ts::cdiv(r, std::int64_t(c.bm));
   return examples::layout_groups(c.rows, c.bm, tiles + c.tail_tiles);
 }
-
-double silu(double x) { return x / (1 + std::exp(-x)); }
 
 class GroupedSwiglu : public ::testing::TestWithParam<variant_case> {};
 

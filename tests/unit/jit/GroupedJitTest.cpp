@@ -88,6 +88,28 @@ TEST_F(GroupedJit, MaskedGemmInEverySchedule) {
   }
 }
 
+// The SwiGLU experts in the masked layout: a dual GEMM (one wgmma of N = 2 x BN) whose trip count
+// may be 0.
+TEST_F(GroupedJit, MaskedSwigluExperts) {
+  const config all[] = {
+      {"warp_specialized", {.schedule = ts::schedule::warp_specialized}},
+      {"cooperative", {.schedule = ts::schedule::cooperative}},
+      {"automatic", {}},
+  };
+  for (const config& c : all) {
+    SCOPED_TRACE(c.name);
+    ts::kernel k;
+    ASSERT_NO_THROW(k = ts::jit(examples::grouped_swiglu_masked<64, 128>{}, c.options));
+    expectGrouped(k, true);
+    EXPECT_THAT(k.stage("ptx"), HasSubstr("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"));
+    EXPECT_THAT(k.stage("ptxas.log"), Not(HasSubstr("C75")));
+  }
+  ts::kernel k;
+  ASSERT_NO_THROW(k = ts::jit(examples::grouped_swiglu_masked<64, 128>{}, {.schedule = ts::schedule::pingpong}));
+  expectGrouped(k, true);
+  EXPECT_THAT(k.stage("ptxas.log"), Not(HasSubstr("C75")));
+}
+
 // The fp8 experts in the masked layout: the scaled mainloop (k-steps in pairs) with a trip count per
 // tile that may be 0.
 TEST_F(GroupedJit, MaskedFp8BlockwiseExperts) {
