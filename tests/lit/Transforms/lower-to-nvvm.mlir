@@ -6,6 +6,7 @@
 // RUN: sed 's/%C\[%m, %n\]/%C[%c0, %n]/' %inputs/gemm_128x256.mlir | tessel-opt -tessel-select-schedule -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=NOCLIP
 // RUN: tessel-opt %inputs/grouped_gemm_128x128.mlir -tessel-select-schedule="schedule=cooperative" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=GROUPED
 // RUN: tessel-opt %inputs/gemm_triangular_128x128.mlir -tessel-select-schedule="schedule=pingpong" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=TRIPS
+// RUN: tessel-opt %inputs/gemm_triangular_128x128.mlir -tessel-select-schedule="schedule=pingpong" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=ROTATED
 // RUN: tessel-opt %inputs/gemm_128x128.mlir -tessel-select-schedule="schedule=tma" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=INLINE
 
 // The tma schedule: one extern dynamic shared base, TMA descriptors as byval
@@ -137,5 +138,25 @@ func.func @x_three_times(%X: !tessel.ref<1 x f32>, %Y: !tessel.ref<1 x f32>) att
 // mainloop with an empty asm that rewrites every register, as the consumers of
 // the warp-specialized schedules do: otherwise LLVM may sink the zeroing
 // between the first k-step's wgmmas (ptxas C7515/C7519: wgmma serialized).
+// The same walk is rotated: unit i of CTA c is tile i*S + (c + i) mod S (S
+// CTAs), so that tiles of uneven work with a period dividing S spread over all
+// CTAs; the unit count is the full passes plus the last, partial pass's tile
+// if this CTA's slot in it is below the remainder.
+// ROTATED: %[[NT:.*]] = nvvm.read.ptx.sreg.nctaid.x : i32
+// ROTATED-NEXT: %[[S:.*]] = arith.divui %[[NT]], %{{.*}} : i32
+// ROTATED: arith.divui %{{.*}}, %[[S]] : i32
+// ROTATED-NEXT: %[[FULL:.*]] = arith.divui %[[T:.*]], %[[S]] : i32
+// ROTATED-NEXT: %[[REM:.*]] = arith.remui %[[T]], %[[S]] : i32
+// ROTATED-NEXT: %[[L:.*]] = arith.addi %[[C:.*]], %[[FULL]] : i32
+// ROTATED-NEXT: %[[SLOT:.*]] = arith.remui %[[L]], %[[S]] : i32
+// ROTATED-NEXT: %[[IN:.*]] = arith.cmpi ult, %[[SLOT]], %[[REM]] : i32
+// ROTATED-NEXT: %[[X:.*]] = arith.extui %[[IN]] : i1 to i32
+// ROTATED-NEXT: %[[UNITS:.*]] = arith.addi %[[FULL]], %[[X]] : i32
+// ROTATED: scf.for %[[I:.*]] = %{{.*}} to %[[UNITS]] step %{{.*}} iter_args
+// ROTATED-NEXT: %[[CI:.*]] = arith.addi %[[C]], %[[I]] : i32
+// ROTATED-NEXT: %[[SL:.*]] = arith.remui %[[CI]], %[[S]] : i32
+// ROTATED-NEXT: %[[P:.*]] = arith.muli %[[I]], %[[S]] : i32
+// ROTATED-NEXT: arith.addi %[[P]], %[[SL]] : i32
+
 // INLINE: %[[Z:.*]] = llvm.inline_asm has_side_effects "", "=f,=f,
 // INLINE: scf.for %{{.*}} iter_args(%{{.*}} = %[[Z]])

@@ -110,12 +110,28 @@ KernelBuilder::TileWalk KernelBuilder::walkTiles() {
   if (w.streamK)
     planStreamK(w.numTiles);
   w.unitCount = w.streamK ? sk.count : tileCount;
+  if (tileTrips && persistent && !w.streamK) {
+    // The rotated walk of forEachUnitWithTrips: pass p (tiles p*S .. p*S +
+    // S - 1, S CTAs) gives this CTA tile p*S + (first + p) mod S, so it has
+    // a unit in the last, partial pass of R = numTiles mod S tiles iff
+    // (first + numTiles / S) mod S < R.
+    Value full = b.create<arith::DivUIOp>(loc, w.numTiles, w.tileStride);
+    Value rem = b.create<arith::RemUIOp>(loc, w.numTiles, w.tileStride);
+    Value lastSlot = b.create<arith::RemUIOp>(loc, b.create<arith::AddIOp>(loc, w.firstTile, full), w.tileStride);
+    Value inLast = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, lastSlot, rem);
+    w.unitCount = b.create<arith::AddIOp>(loc, full, b.create<arith::ExtUIOp>(loc, b.getI32Type(), inLast));
+  }
   return w;
 }
 
 // A trip count per tile (tileTrips; whole tiles of a persistent walk, 1x1
-// cluster): unit i's k-steps start at ring position base_i = nk_0 + ... +
-// nk_(i-1), not i * nk. Every role walks units start, start + step, ... and
+// cluster). The walk is rotated: unit i of CTA c is tile i*S + (c + i) mod S
+// (S CTAs), the same S tiles per pass as the plain walk (c + i*S) in another
+// assignment. With the plain walk, tiles of uneven work whose pattern has a
+// period dividing S (a masked grouped GEMM's live row tile of every 4, on 132
+// CTAs) all land on the same CTAs; rotated, each CTA's slot moves by one per
+// pass (docs/benchmarks.md runs 100-101). Unit i's k-steps start at ring
+// position base_i = nk_0 + ... + nk_(i-1), not i * nk. Every role walks units start, start + step, ... and
 // carries base through its tile loop; a role that skips units (pingpong's
 // consumers, step 2) computes the skipped unit's nk too, from that unit's
 // program ids, so that producer and consumers agree on every position:
@@ -130,7 +146,8 @@ LogicalResult KernelBuilder::forEachUnitWithTrips(const TileWalk &w, Value start
   if (w.streamK || step > 2)
     return fn.emitError("a trip count per tile needs whole tiles and at most two roles per unit");
   auto tileOf = [&](Value i) {
-    return b.create<arith::AddIOp>(loc, w.firstTile, b.create<arith::MulIOp>(loc, i, w.tileStride)).getResult();
+    Value slot = b.create<arith::RemUIOp>(loc, b.create<arith::AddIOp>(loc, w.firstTile, i), w.tileStride);
+    return b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, i, w.tileStride), slot).getResult();
   };
   // The trip count of unit i (sets the program ids of its tile).
   auto tripsOf = [&](Value i) -> FailureOr<Value> {
