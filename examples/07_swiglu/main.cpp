@@ -168,10 +168,7 @@ int main(int argc, char** argv) {
       }
     }
 
-    tb::timing_config cfg;
-    cfg.batch = int(args.i64("iters", 20));
-    cfg.repeats = int(args.i64("repeats", 10));
-    cfg.warmup_ms = args.f64("warmup-ms", 1000);
+    const tb::timing_config cfg = tb::example_timing(args);
     std::vector<tb::launch_fn> candidates = {
         [&](int, cudaStream_t s) { launch_dual(H.data(), s); },
         [&](int, cudaStream_t s) { launch_plain(s); },

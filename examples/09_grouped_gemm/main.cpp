@@ -249,10 +249,7 @@ int run_masked(const tb::cli& args, std::uint64_t seed, ts::schedule schedule, s
     }
   }
 
-  tb::timing_config cfg;
-  cfg.batch = int(args.i64("iters", 20));
-  cfg.repeats = int(args.i64("repeats", 10));
-  cfg.warmup_ms = args.f64("warmup-ms", 1000);
+  const tb::timing_config cfg = tb::example_timing(args);
   std::vector<tb::launch_fn> candidates = {
       [&](int, cudaStream_t s) { launch(Rows, C.data(), s); },
       [&](int, cudaStream_t s) { launch(Full, Cfull.get(), s); },
@@ -369,10 +366,7 @@ int run_masked_fp8(const tb::cli& args, std::uint64_t seed, ts::schedule schedul
     }
   }
 
-  tb::timing_config cfg;
-  cfg.batch = int(args.i64("iters", 20));
-  cfg.repeats = int(args.i64("repeats", 10));
-  cfg.warmup_ms = args.f64("warmup-ms", 1000);
+  const tb::timing_config cfg = tb::example_timing(args);
   const std::vector<tb::timing> t = tb::time_interleaved(
       {[&](int, cudaStream_t s) { launch(Rows, C.data(), s); },
        [&](int, cudaStream_t s) { launch(Full, Cfull.get(), s); }},
@@ -499,10 +493,7 @@ int main(int argc, char** argv) {
       }
     }
 
-    tb::timing_config cfg;
-    cfg.batch = int(args.i64("iters", 20));
-    cfg.repeats = int(args.i64("repeats", 10));
-    cfg.warmup_ms = args.f64("warmup-ms", 1000);
+    const tb::timing_config cfg = tb::example_timing(args);
     std::vector<tb::launch_fn> candidates = {
         [&](int, cudaStream_t s) { launch_grouped(C.data(), s); },
         [&](int, cudaStream_t s) {

@@ -91,6 +91,40 @@ tb::device_buffer upload_i32(const std::vector<std::int32_t>& v) {
 
 double silu(double x) { return x / (1 + std::exp(-x)); }
 
+/// {silu(a . w1) * (a . w3), its tolerance} in double for one row of A and the weight rows w1, w3
+/// (K elements each): one bf16 rounding and the f32 accumulation carried through the product (as
+/// dual_test.cpp's). K = 0 gives a tile of no group's {0, 1e-6}.
+std::pair<double, double> swiglu_expected(const float* a, const float* w1, const float* w3, std::int64_t K) {
+  double x = 0, y = 0, ex = 0, ey = 0;
+  for (std::int64_t kk = 0; kk < K; ++kk) {
+    const double p = double(a[kk]) * w1[kk], q = double(a[kk]) * w3[kk];
+    x += p, y += q, ex += std::fabs(p), ey += std::fabs(q);
+  }
+  const double want = silu(x) * y;
+  return {want, std::ldexp(std::fabs(want), -8) + 1e-5 * (std::fabs(y) * ex + std::fabs(x) * ey) +
+                    2e-6 * std::fabs(want) + 1e-7 * std::fabs(y) + 1e-6};
+}
+
+/// {sum over 128-wide K blocks of (a . w)_blk * scale(blk), its tolerance} in double for one e4m3
+/// row of A and one of W (K elements each): 2^-10 of the scaled sum of |products| (wgmma's fp8
+/// accumulation) plus bf16's rounding (fp8_test.cpp's). K = 0 gives {0, 0}.
+template <class Scale>
+std::pair<double, double> fp8_blockwise_expected(const std::uint8_t* a, const std::uint8_t* w, std::int64_t K,
+                                                 Scale scale) {
+  const auto e4 = tb::fp8_kind::e4m3;
+  double want = 0, scaled_abs = 0;
+  for (std::int64_t blk = 0; blk * 128 < K; ++blk) {
+    double sum = 0, abs_sum = 0;
+    for (std::int64_t kk = blk * 128; kk < std::min(K, blk * 128 + 128); ++kk) {
+      const double p = tb::fp8_to_double(a[kk], e4) * tb::fp8_to_double(w[kk], e4);
+      sum += p, abs_sum += std::fabs(p);
+    }
+    const double s = scale(blk);
+    want += sum * s, scaled_abs += abs_sum * s;
+  }
+  return {want, scaled_abs * std::ldexp(1.0, -10) + std::fabs(want) * (std::ldexp(1.0, -8) + 1e-6)};
+}
+
 /// Compares every element (i, j) of `out` (after out.check()) with ref(i, j, g), {want, tol} for
 /// g the group of row i's tile, or -1 where that tile has no group in 0..G-1; reports the first 8
 /// misses and their count.
@@ -313,15 +347,7 @@ TEST_P(GroupedMaskedSwiglu, LiveTilesMatchDeadTilesWriteNothing) {
                            w3 = to_float(tb::to_host_bf16(W3.get(), std::size_t(G * N * K)));
   const tb::guard_report gr = H.check();
   expect_masked(H, gr, c, [&](std::int64_t g, std::int64_t i, std::int64_t j) {
-    double x = 0, y = 0, ex = 0, ey = 0;
-    for (std::int64_t kk = 0; kk < K; ++kk) {
-      const double p = double(a[(g * Mx + i) * K + kk]) * w1[(g * N + j) * K + kk];
-      const double q = double(a[(g * Mx + i) * K + kk]) * w3[(g * N + j) * K + kk];
-      x += p, y += q, ex += std::fabs(p), ey += std::fabs(q);
-    }
-    const double want = silu(x) * y;
-    return std::pair{want, std::ldexp(std::fabs(want), -8) + 1e-5 * (std::fabs(y) * ex + std::fabs(x) * ey) +
-                               2e-6 * std::fabs(want) + 1e-7 * std::fabs(y) + 1e-6};
+    return swiglu_expected(&a[(g * Mx + i) * K], &w1[(g * N + j) * K], &w3[(g * N + j) * K], K);
   });
 }
 
@@ -374,19 +400,11 @@ TEST_P(GroupedMaskedFp8, LiveTilesMatchDeadTilesWriteNothing) {
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
   const tb::guard_report gr = C.check();
   expect_masked(C, gr, c, [&](std::int64_t g, std::int64_t i, std::int64_t j) {
-    double want = 0, scaled_abs = 0;
-    for (std::int64_t blk = 0; blk < kb; ++blk) {
-      double sum = 0, abs_sum = 0;
-      for (std::int64_t kk = blk * 128; kk < std::min(K, blk * 128 + 128); ++kk) {
-        const double p = tb::fp8_to_double(a[std::size_t((g * Mx + i) * K + kk)], e4) *
-                         tb::fp8_to_double(w[std::size_t((g * N + j) * K + kk)], e4);
-        sum += p, abs_sum += std::fabs(p);
-      }
-      const double s = double(sa[std::size_t((g * kb + blk) * Mx + i)]) *
-                       double(sw[std::size_t((g * nb + j / 128) * kb + blk)]);
-      want += sum * s, scaled_abs += abs_sum * s;
-    }
-    return std::pair{want, scaled_abs * std::ldexp(1.0, -10) + std::fabs(want) * (std::ldexp(1.0, -8) + 1e-6)};
+    return fp8_blockwise_expected(&a[std::size_t((g * Mx + i) * K)], &w[std::size_t((g * N + j) * K)], K,
+                                  [&](std::int64_t blk) {
+                                    return double(sa[std::size_t((g * kb + blk) * Mx + i)]) *
+                                           double(sw[std::size_t((g * nb + j / 128) * kb + blk)]);
+                                  });
   });
 }
 
@@ -461,16 +479,8 @@ TEST_P(GroupedSwiglu, EveryRowMatchesItsGroup) {
   const tb::guard_report gr = H.check();
   EXPECT_TRUE(gr.ok()) << gr.str();
   expect_rows_match(H, l, c.bm, G, N, "H", [&](std::int64_t i, std::int64_t j, std::int32_t grp) {
-    double x = 0, y = 0, ex = 0, ey = 0;
-    if (grp >= 0)
-      for (std::int64_t kk = 0; kk < K; ++kk) {
-        const double p = double(a[i * K + kk]) * w1[(grp * N + j) * K + kk];
-        const double q = double(a[i * K + kk]) * w3[(grp * N + j) * K + kk];
-        x += p, y += q, ex += std::fabs(p), ey += std::fabs(q);
-      }
-    const double want = silu(x) * y;
-    return std::pair{want, std::ldexp(std::fabs(want), -8) + 1e-5 * (std::fabs(y) * ex + std::fabs(x) * ey) +
-                               2e-6 * std::fabs(want) + 1e-7 * std::fabs(y) + 1e-6};
+    const std::int64_t g = std::max(grp, 0);  // grp < 0: no group, K = 0 below
+    return swiglu_expected(&a[i * K], &w1[(g * N + j) * K], &w3[(g * N + j) * K], grp >= 0 ? K : 0);
   });
 }
 
@@ -526,19 +536,12 @@ TEST_P(GroupedFp8Blockwise, EveryRowMatchesItsGroup) {
   const tb::guard_report gr = C.check();
   EXPECT_TRUE(gr.ok()) << gr.str();
   expect_rows_match(C, l, c.bm, G, N, "C", [&](std::int64_t i, std::int64_t j, std::int32_t grp) {
-    double want = 0, scaled_abs = 0;
-    if (grp >= 0)
-      for (std::int64_t blk = 0; blk < kb; ++blk) {
-        double sum = 0, abs_sum = 0;
-        for (std::int64_t kk = blk * 128; kk < std::min(K, blk * 128 + 128); ++kk) {
-          const double p = tb::fp8_to_double(a[std::size_t(i * K + kk)], e4) *
-                           tb::fp8_to_double(w[std::size_t((grp * N + j) * K + kk)], e4);
-          sum += p, abs_sum += std::fabs(p);
-        }
-        const double s = double(sa[std::size_t(blk * M + i)]) * double(sw[std::size_t((grp * nb + j / 128) * kb + blk)]);
-        want += sum * s, scaled_abs += abs_sum * s;
-      }
-    return std::pair{want, scaled_abs * std::ldexp(1.0, -10) + std::fabs(want) * (std::ldexp(1.0, -8) + 1e-6)};
+    const std::int64_t g = std::max(grp, 0);  // grp < 0: no group, K = 0 below
+    return fp8_blockwise_expected(&a[std::size_t(i * K)], &w[std::size_t((g * N + j) * K)], grp >= 0 ? K : 0,
+                                  [&](std::int64_t blk) {
+                                    return double(sa[std::size_t(blk * M + i)]) *
+                                           double(sw[std::size_t((g * nb + j / 128) * kb + blk)]);
+                                  });
   });
 }
 

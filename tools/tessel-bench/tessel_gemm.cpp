@@ -318,6 +318,14 @@ ts::options example_options(const cli& args, ts::schedule s, const std::string& 
   return o;
 }
 
+timing_config example_timing(const cli& args) {
+  timing_config cfg;
+  cfg.batch = int(args.i64("iters", 20));
+  cfg.repeats = int(args.i64("repeats", 10));
+  cfg.warmup_ms = args.f64("warmup-ms", 1000);
+  return cfg;
+}
+
 ts::kernel compile_example(const std::string& what, const tile_shape& t, const ts::options& o,
                            const std::function<ts::kernel()>& compile) {
   auto t0 = std::chrono::steady_clock::now();

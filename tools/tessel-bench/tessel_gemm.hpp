@@ -142,6 +142,9 @@ int check_and_time(const cli& args, bool check, const launch_fn& launch, const o
 /// and the dump directory as given.
 tessel::options example_options(const cli& args, tessel::schedule s, const std::string& dump_dir,
                                 int default_stages = 0);
+/// The examples' timing from `args`: --iters (launches per timed batch, default 20), --repeats
+/// (default 10), --warmup-ms (default 1000).
+timing_config example_timing(const cli& args);
 /// The valued options example_options reads (add them to the example's cli list).
 inline constexpr const char* kExampleOptions[] = {"stages", "decomposition", "cluster", "raster-group"};
 /// Times `compile`, then prints "  kernel: <what><BM,BN,BK> schedule=... stages=... cluster=...

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "09_grouped_gemm/grouped_gemm.hpp"
 #include "jit_error.hpp"
@@ -88,81 +89,66 @@ TEST_F(GroupedJit, MaskedGemmInEverySchedule) {
   }
 }
 
-// The SwiGLU experts in the masked layout: a dual GEMM (one wgmma of N = 2 x BN) whose trip count
-// may be 0.
-TEST_F(GroupedJit, MaskedSwigluExperts) {
-  const config all[] = {
-      {"warp_specialized", {.schedule = ts::schedule::warp_specialized}},
-      {"cooperative", {.schedule = ts::schedule::cooperative}},
-      {"automatic", {}},
-  };
-  for (const config& c : all) {
-    SCOPED_TRACE(c.name);
-    ts::kernel k;
-    ASSERT_NO_THROW(k = ts::jit(examples::grouped_swiglu_masked<64, 128>{}, c.options));
-    expectGrouped(k, true);
-    EXPECT_THAT(k.stage("ptx"), HasSubstr("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"));
-    EXPECT_THAT(k.stage("ptxas.log"), Not(HasSubstr("C75")));
-  }
-  ts::kernel k;
-  ASSERT_NO_THROW(k = ts::jit(examples::grouped_swiglu_masked<64, 128>{}, {.schedule = ts::schedule::pingpong}));
-  expectGrouped(k, true);
-  EXPECT_THAT(k.stage("ptxas.log"), Not(HasSubstr("C75")));
-}
+/// What expectExperts checks beyond expectGrouped.
+struct expert_checks {
+  std::string wgmma;                                           ///< in Wide's PTX ("": not checked)
+  bool no_perf_warnings = false;                               ///< no ptxas C75xx warning, any kernel
+  std::vector<ts::schedule> narrow = {ts::schedule::pingpong};  ///< the schedules of Narrow
+};
 
-// The fp8 experts in the masked layout: the scaled mainloop (k-steps in pairs) with a trip count per
-// tile that may be 0.
-TEST_F(GroupedJit, MaskedFp8BlockwiseExperts) {
-  const config all[] = {
-      {"warp_specialized", {.schedule = ts::schedule::warp_specialized}},
-      {"cooperative", {.schedule = ts::schedule::cooperative}},
-      {"automatic", {}},
-  };
-  for (const config& c : all) {
-    SCOPED_TRACE(c.name);
-    ts::kernel k;
-    ASSERT_NO_THROW(k = ts::jit(examples::grouped_fp8_blockwise_masked<128, 128>{}, c.options));
-    expectGrouped(k, true);
-    EXPECT_THAT(k.stage("ptxas.log"), Not(HasSubstr("C75")));
-  }
-  for (ts::schedule s : {ts::schedule::pingpong, ts::schedule::automatic}) {
-    SCOPED_TRACE(std::string("64x128 ") + ts::to_string(s));
-    ts::kernel k;
-    ASSERT_NO_THROW(k = ts::jit(examples::grouped_fp8_blockwise_masked<64, 128>{}, {.schedule = s}));
-    expectGrouped(k, true);
-    EXPECT_THAT(k.stage("ptxas.log"), Not(HasSubstr("C75")));
-  }
-}
-
-/// Expert kernel `Wide` (128x128) in cooperative, warp_specialized and automatic, as one wgmma of
-/// `wgmma`; `Narrow` (64x128) in pingpong.
+/// Expert kernel `Wide` in cooperative, warp_specialized and automatic; `Narrow` (64x128) in
+/// `want.narrow`.
 template <class Wide, class Narrow>
-void expectExperts(const std::string& wgmma) {
+void expectExperts(const expert_checks& want) {
   const config all[] = {
       {"cooperative", {.schedule = ts::schedule::cooperative}},
       {"warp_specialized", {.schedule = ts::schedule::warp_specialized}},
       {"automatic", {}},
+  };
+  auto check = [&](const ts::kernel& k, bool wide) {
+    expectGrouped(k, true);
+    if (wide && !want.wgmma.empty())
+      EXPECT_THAT(k.stage("ptx"), HasSubstr(want.wgmma));
+    if (want.no_perf_warnings)
+      EXPECT_THAT(k.stage("ptxas.log"), Not(HasSubstr("C75")));
   };
   for (const config& c : all) {
     SCOPED_TRACE(c.name);
     ts::kernel k;
     ASSERT_NO_THROW(k = ts::jit(Wide{}, c.options));
-    expectGrouped(k, true);
-    EXPECT_THAT(k.stage("ptx"), HasSubstr(wgmma));
+    check(k, true);
   }
-  ts::kernel k;
-  ASSERT_NO_THROW(k = ts::jit(Narrow{}, {.schedule = ts::schedule::pingpong}));
-  expectGrouped(k, true);
+  for (ts::schedule s : want.narrow) {
+    SCOPED_TRACE(std::string("narrow ") + ts::to_string(s));
+    ts::kernel k;
+    ASSERT_NO_THROW(k = ts::jit(Narrow{}, {.schedule = s}));
+    check(k, false);
+  }
+}
+
+// The SwiGLU experts in the masked layout: a dual GEMM (one wgmma of N = 2 x BN) whose trip count
+// may be 0.
+TEST_F(GroupedJit, MaskedSwigluExperts) {
+  expectExperts<examples::grouped_swiglu_masked<64, 128>, examples::grouped_swiglu_masked<64, 128>>(
+      {.wgmma = "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", .no_perf_warnings = true});
+}
+
+// The fp8 experts in the masked layout: the scaled mainloop (k-steps in pairs) with a trip count per
+// tile that may be 0.
+TEST_F(GroupedJit, MaskedFp8BlockwiseExperts) {
+  using examples::grouped_fp8_blockwise_masked;
+  expectExperts<grouped_fp8_blockwise_masked<128, 128>, grouped_fp8_blockwise_masked<64, 128>>(
+      {.no_perf_warnings = true, .narrow = {ts::schedule::pingpong, ts::schedule::automatic}});
 }
 
 TEST_F(GroupedJit, SwigluExpertsAreOneDualGemm) {
   expectExperts<examples::grouped_swiglu<128, 128>, examples::grouped_swiglu<64, 128>>(
-      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16");
+      {.wgmma = "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"});
 }
 
 TEST_F(GroupedJit, Fp8BlockwiseExperts) {
   expectExperts<examples::grouped_fp8_blockwise<128, 128>, examples::grouped_fp8_blockwise<64, 128>>(
-      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3");
+      {.wgmma = "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3"});
 }
 
 TEST_F(GroupedJit, APairAlongMCannotShareTheWeightsTile) {
