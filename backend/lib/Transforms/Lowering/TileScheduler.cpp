@@ -130,11 +130,12 @@ KernelBuilder::TileWalk KernelBuilder::walkTiles() {
 // assignment. With the plain walk, tiles of uneven work whose pattern has a
 // period dividing S (a masked grouped GEMM's live row tile of every 4, on 132
 // CTAs) all land on the same CTAs; rotated, each CTA's slot moves by one per
-// pass (docs/benchmarks.md runs 100-101). Unit i's k-steps start at ring
-// position base_i = nk_0 + ... + nk_(i-1), not i * nk. Every role walks units start, start + step, ... and
-// carries base through its tile loop; a role that skips units (pingpong's
-// consumers, step 2) computes the skipped unit's nk too, from that unit's
-// program ids, so that producer and consumers agree on every position:
+// pass (docs/benchmarks.md runs 100-102). Unit i's k-steps start at ring
+// position base_i = nk_0 + ... + nk_(i-1), not i * nk. Every role walks
+// units start, start + step, ... and carries base through its tile loop; a
+// role that skips units (pingpong's consumers, step 2) computes the skipped
+// unit's nk too, from that unit's program ids, so that producer and
+// consumers agree on every position:
 //
 //   base = start > 0 && unitCount > 0 ? nk(unit 0) : 0      (start is 0 or 1)
 //   for i = start; i < unitCount; i += step:                  iter_args(base)
