@@ -8,6 +8,9 @@
 //                  [--swizzle auto|none|32|64|128] [--raster-group G]
 //                  [--decomposition auto|data-parallel|stream-k] [--no-fp-contract]
 //
+// --schedule auto (the default) picks what ts::jit picks for schedule::automatic (and says what
+// on stderr), not the select-schedule pass's own `auto` (the tma schedule's rules).
+//
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Pipelines/Pipelines.h"
@@ -117,6 +120,19 @@ int main(int argc, char **argv) {
     o.cluster = {static_cast<int>(cx), static_cast<int>(cy)};
   }
   o.dump_dir = dumpDir; // where a failure's IR reproducer goes
+  // --schedule auto on a GEMM: what ts::jit compiles for it (the rule's choice for a large K,
+  // tessel/Runtime/AutoSchedule.h), so that a dump's 01-tessel.mlir compiles here to the kernel
+  // ts::jit built (a launch whose K picks another choice gets a variant: that one is dumped in
+  // variant-<tag>/).
+  if (o.schedule == tessel::schedule::automatic)
+    if (auto gemm = tessel::automaticGemmInfo(*module, o)) {
+      std::string why;
+      tessel::runtime::AutoChoice eager = tessel::runtime::chooseAutomatic(*gemm, -1, &why);
+      o.schedule = eager.schedule;
+      o.decomposition = eager.decomposition;
+      std::cerr << "tessel-compile: schedule auto: " << tessel::runtime::autoChoiceName(eager) << " (" << why
+                << "), as ts::jit compiles it\n";
+    }
   try {
     tessel::CompiledKernel k = tessel::compileModule(*module, o);
     if (!dumpDir.empty()) {

@@ -13,8 +13,12 @@
 #include "tessel/Runtime/Env.h"
 #include "tessel/Runtime/Ptxas.h"
 #include "tessel/Target/PTX.h"
+#include "tessel/Transforms/GemmMatch.h"
+#include "tessel/Transforms/OperandLayout.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/OperationSupport.h"
@@ -379,18 +383,98 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
     return k;
 
   // PTX -> cubin with ptxas when the toolkit is here; otherwise the driver JITs
-  // the PTX at load time (the log says so).
+  // the PTX at load time (the log says so, and where ptxas was looked for). A
+  // TESSEL_PTXAS that names no executable is an error, not a quiet driver JIT:
+  // the user asked for that ptxas.
   std::string ptxasPath;
   if (::tessel::runtime::ptxasAvailable(&ptxasPath)) {
     k.cubin = ::tessel::runtime::compilePtxToCubin(k.ptx, k.arch, &k.ptxasLog);
+  } else if (!::tessel::runtime::envString("TESSEL_PTXAS").empty()) {
+    throw ::tessel::error("tessel: kernel '" + k.name + "': " + ptxasPath +
+                          " (TESSEL_PTXAS names the ptxas to run; unset it to look in $CUDA_HOME/bin, "
+                          "/usr/local/cuda/bin and PATH)");
   } else {
-    k.ptxasLog = "ptxas not found: the driver will JIT the PTX at load time\n";
+    k.ptxasLog = "ptxas not found (" + ptxasPath + "): the driver will JIT the PTX at load time\n";
   }
   lap("ptxas");
   return k;
 }
 
+namespace {
+
+/// The program_id axis whose tiles a dot operand's rows follow: the axis d of an offset
+/// `program_id(d) * extent` of the tile's load (through a transpose), -1 when there is none or
+/// more than one (e.g. a 1-D grid that linearises the tiles; R6 then does not apply).
+int gridAxisOf(mlir::Value operand, int64_t extent) {
+  while (auto t = operand.getDefiningOp<mlir::tessel::TransOp>())
+    operand = t->getOperand(0);
+  auto load = operand.getDefiningOp<mlir::tessel::LoadOp>();
+  if (!load)
+    return -1;
+  int axis = -1;
+  for (mlir::Value off : load.getOffsets()) {
+    auto pid = mlir::dyn_cast_or_null<mlir::tessel::ProgramIdOp>(mlir::tessel::tileIndexOf(off, extent));
+    if (!pid)
+      continue;
+    if (axis >= 0 && axis != static_cast<int>(pid.getAxis()))
+      return -1;
+    axis = static_cast<int>(pid.getAxis());
+  }
+  return axis;
+}
+
+} // namespace
+
 namespace tessel {
+
+std::optional<runtime::AutoGemmInfo> automaticGemmInfo(mlir::ModuleOp module, const options &o) {
+  std::optional<runtime::AutoGemmInfo> info;
+  module.walk([&](mlir::tessel::DotOp dot) {
+    if (info) {
+      ++info->dots;
+      return;
+    }
+    auto a = mlir::cast<mlir::RankedTensorType>(dot.getA().getType());
+    auto c = mlir::cast<mlir::RankedTensorType>(dot.getType());
+    runtime::AutoGemmInfo g;
+    g.bm = static_cast<int>(c.getDimSize(0));
+    g.bn = static_cast<int>(c.getDimSize(1));
+    g.bk = static_cast<int>(a.getDimSize(1));
+    g.type = dtypeOf(a.getElementType());
+    // acc += dot(a, b) * s: the dot accumulates into zero (GemmMatch.h).
+    g.scaled = !mlir::isa<mlir::BlockArgument>(dot.getAcc());
+    g.mAxis = gridAxisOf(dot.getA(), g.bm);
+    g.nAxis = gridAxisOf(dot.getB(), g.bn);
+    if (g.mAxis == g.nAxis)
+      g.mAxis = g.nAxis = -1;
+    if (auto loop = dot->getParentOfType<mlir::scf::ForOp>()) {
+      g.tileTrips = mlir::tessel::tripCountDependsOnTile(loop);
+      if (auto dim = loop.getUpperBound().getDefiningOp<mlir::tessel::DimOp>())
+        if (auto arg = mlir::dyn_cast<mlir::BlockArgument>(dim->getOperand(0))) {
+          g.kArg = static_cast<int>(arg.getArgNumber());
+          g.kDim = static_cast<int>(dim.getAxis());
+        }
+    }
+    g.user = o;
+    info = g;
+  });
+  // A tile of fewer than 64 rows that tessel-swap-operands computes as its
+  // transpose: the rules see the tile the kernel computes (the same question
+  // the pass asks; a kernel that does not match is left to its errors).
+  if (info && info->bm < 64) {
+    mlir::ScopedDiagnosticHandler quiet(module.getContext(), [](mlir::Diagnostic &) { return mlir::success(); });
+    const std::string cluster = std::to_string(o.cluster[0]) + "x" + std::to_string(o.cluster[1]);
+    for (auto fn : module.getOps<mlir::func::FuncOp>()) {
+      auto m = mlir::tessel::matchGemm(fn);
+      if (mlir::succeeded(m) && *m && mlir::tessel::swapsOperands(fn, **m, "auto", cluster)) {
+        std::swap(info->bm, info->bn);
+        std::swap(info->mAxis, info->nAxis);
+        info->swapped = true;
+      }
+    }
+  }
+  return info;
+}
 
 dtype dtypeOf(Type t) {
   if (t.isF16()) return dtype::f16;

@@ -224,80 +224,6 @@ tessel::CompiledKernel compileVariant(const VariantSource &src, const tessel::de
   return k;
 }
 
-/// What schedule::automatic needs from the traced GEMM (AutoSchedule.h): the tile and element
-/// type of its (first) tessel.dot, how many dots share the mainloop (a dual GEMM: 2), and the
-/// argument dimension its k-loop runs to (`scf.for ... to %d` with `%d = tessel.dim %argI, D`).
-/// nullopt when the kernel has no dot.
-/// The program_id axis whose tiles a dot operand's rows follow: the axis d of an offset
-/// `program_id(d) * extent` of the tile's load (through a transpose), -1 when there is none or
-/// more than one (e.g. a 1-D grid that linearises the tiles; R6 then does not apply).
-int gridAxisOf(mlir::Value operand, int64_t extent) {
-  while (auto t = operand.getDefiningOp<mlir::tessel::TransOp>())
-    operand = t->getOperand(0);
-  auto load = operand.getDefiningOp<mlir::tessel::LoadOp>();
-  if (!load)
-    return -1;
-  int axis = -1;
-  for (mlir::Value off : load.getOffsets()) {
-    auto pid = mlir::dyn_cast_or_null<mlir::tessel::ProgramIdOp>(mlir::tessel::tileIndexOf(off, extent));
-    if (!pid)
-      continue;
-    if (axis >= 0 && axis != static_cast<int>(pid.getAxis()))
-      return -1;
-    axis = static_cast<int>(pid.getAxis());
-  }
-  return axis;
-}
-
-std::optional<tessel::runtime::AutoGemmInfo> autoGemmInfo(mlir::ModuleOp module, const tessel::options &o) {
-  std::optional<tessel::runtime::AutoGemmInfo> info;
-  module.walk([&](mlir::tessel::DotOp dot) {
-    if (info) {
-      ++info->dots;
-      return;
-    }
-    auto a = mlir::cast<mlir::RankedTensorType>(dot.getA().getType());
-    auto c = mlir::cast<mlir::RankedTensorType>(dot.getType());
-    tessel::runtime::AutoGemmInfo g;
-    g.bm = static_cast<int>(c.getDimSize(0));
-    g.bn = static_cast<int>(c.getDimSize(1));
-    g.bk = static_cast<int>(a.getDimSize(1));
-    g.type = tessel::dtypeOf(a.getElementType());
-    // acc += dot(a, b) * s: the dot accumulates into zero (GemmMatch.h).
-    g.scaled = !mlir::isa<mlir::BlockArgument>(dot.getAcc());
-    g.mAxis = gridAxisOf(dot.getA(), g.bm);
-    g.nAxis = gridAxisOf(dot.getB(), g.bn);
-    if (g.mAxis == g.nAxis)
-      g.mAxis = g.nAxis = -1;
-    if (auto loop = dot->getParentOfType<mlir::scf::ForOp>()) {
-      g.tileTrips = mlir::tessel::tripCountDependsOnTile(loop);
-      if (auto dim = loop.getUpperBound().getDefiningOp<mlir::tessel::DimOp>())
-        if (auto arg = mlir::dyn_cast<mlir::BlockArgument>(dim->getOperand(0))) {
-          g.kArg = static_cast<int>(arg.getArgNumber());
-          g.kDim = static_cast<int>(dim.getAxis());
-        }
-    }
-    g.user = o;
-    info = g;
-  });
-  // A tile of fewer than 64 rows that tessel-swap-operands computes as its
-  // transpose: the rules see the tile the kernel computes (the same question
-  // the pass asks; a kernel that does not match is left to its errors).
-  if (info && info->bm < 64) {
-    mlir::ScopedDiagnosticHandler quiet(module.getContext(), [](mlir::Diagnostic &) { return mlir::success(); });
-    const std::string cluster = std::to_string(o.cluster[0]) + "x" + std::to_string(o.cluster[1]);
-    for (auto fn : module.getOps<mlir::func::FuncOp>()) {
-      auto m = mlir::tessel::matchGemm(fn);
-      if (mlir::succeeded(m) && *m && mlir::tessel::swapsOperands(fn, **m, "auto", cluster)) {
-        std::swap(info->bm, info->bn);
-        std::swap(info->mAxis, info->nAxis);
-        info->swapped = true;
-      }
-    }
-  }
-  return info;
-}
-
 /// Fast in-memory hits for stateless functors (jit.hpp: `detail::find_kernel`): the kernel of a
 /// functor type with no data members and given options, found without tracing again.
 std::mutex fastMutex;
@@ -345,7 +271,7 @@ std::shared_ptr<kernel_impl> finish_and_compile(const options &o) {
     std::optional<runtime::AutoGemmInfo> gemm;
     runtime::AutoChoice eager;
     if (o.schedule == schedule::automatic) {
-      gemm = autoGemmInfo(*traced->module, o);
+      gemm = automaticGemmInfo(*traced->module, o);
       if (gemm) {
         std::string why;
         eager = runtime::chooseAutomatic(*gemm, -1, &why);

@@ -186,6 +186,6 @@ std::string decompositionName(decomposition d) {
   case decomposition::data_parallel: return "data-parallel";
   case decomposition::stream_k: return "stream-k";
   }
-  return "auto";
+  return "?";  // not an enumerator: tessel-select-schedule rejects it, as to_string(schedule) does
 }
 } // namespace tessel

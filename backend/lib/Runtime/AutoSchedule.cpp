@@ -74,6 +74,18 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
     return clustered ? tessel::decomposition::automatic : ruled;
   };
 
+  // R9. 16-bit operands with BK = 32 (64-byte rows): the wgmma schedules need 128-byte rows
+  //     (tessel-select-schedule rule 2), multistage (cp.async + mma.sync) takes BK = 32 or 64;
+  //     one dot only (multistage cannot hold a dual GEMM's accumulators: the TMA schedules'
+  //     error stands). Not measured against BK = 64: the only schedule that builds the tile.
+  if ((g.type == dtype::bf16 || g.type == dtype::f16) && g.bk == 32 && g.dots <= 1) {
+    c.schedule = tessel::schedule::multistage;
+    explain(9, [&] {
+      return std::string("R9: BK = 32 (64-byte rows): multistage, the schedule that takes them (the wgmma "
+                         "schedules need BK = 64 for 16-bit operands)");
+    });
+    return c;
+  }
   // R8. A trip count that depends on the tile (the k-loop's bounds read a program id or a
   //     tensor element: a triangular GEMM's range(0, m + BM, BK), a masked grouped GEMM's
   //     range(0, live * K, BK)): cooperative and pingpong run it only with whole tiles and a 1x1

@@ -351,7 +351,16 @@ LoadedKernel& kernel_impl::select(std::span<const tensor_arg> args, grid g) {
     if (verbose())
       std::fprintf(stderr, "tessel: %s: an empty argument (K == 0): launching the schedule multistage variant\n",
                    head().c_str());
-    return variant(VariantRequest{key, true, variantTag("multistage", key)});
+    try {
+      return variant(VariantRequest{key, true, variantTag("multistage", key)});
+    } catch (const tessel::error& e) {
+      // fp8 operands, a dual GEMM: what multistage does not build (docs/errors.md, Empty problems).
+      throw tessel::error("tessel: " + head() +
+                          ": K == 0 (an argument the kernel loads with TMA is empty, and TMA cannot describe "
+                          "an empty tensor) needs the schedule multistage variant, which cannot be built for "
+                          "this kernel:\n" +
+                          std::string(e.what()));
+    }
   }
   LoadedKernel* chosen = &primary_;
   std::string layoutFailure;

@@ -496,6 +496,12 @@ int contiguousDimOf(const tensor_arg& a) {
   if (a.rank < 1 || a.rank > 3)
     return -1;
   const int last = a.rank - 1;
+  // An empty tensor (a size 0: a GEMM's A and B with K == 0) is never read, and ts::view gives it
+  // strides >= 1 ({M, 0}: {1, 1}), which would read as column-major and compile a layout variant
+  // for nothing: it has the default layout.
+  for (int d = 0; d < a.rank; ++d)
+    if (a.sizes[d] == 0)
+      return last;
   if (a.sizes[last] > 1 && a.strides[last] == 1)
     return last;
   // The unit-stride dimension of size > 1, if another: a column-major M x 1

@@ -100,9 +100,28 @@ constexpr int64_t kMaxStages = 4;
 struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSchedule> {
   using Base::Base;
 
+  /// 0. What the kernel builder has no lowering for, reported here, at the
+  ///    user's source line, as the user's error (no IR reproducer): a loop
+  ///    other than a GEMM's mainloop, and a reduction in a kernel without a
+  ///    dot (LowerToNVVM.cpp would reject both later, as tessel's failure).
+  static LogicalResult checkStructure(func::FuncOp fn, const std::optional<GemmMatch> &m) {
+    Operation *mainloop = m ? scf::ForOp(m->loop).getOperation() : nullptr;
+    for (Operation &op : fn.getBody().front()) {
+      if (isa<scf::ForOp>(op) && &op != mainloop)
+        return op.emitError() << "a ts::range loop is built only as a GEMM's mainloop (the loop "
+                                 "around ts::dot)"
+                              << (m ? "; this kernel has a second loop"
+                                    : "; a kernel without a ts::dot (an elementwise kernel) has none");
+      if (auto store = dyn_cast<StoreOp>(op); store && store.getCombine() && !m)
+        return store.emitError("reductions (ts::sum / ts::max / ts::amax) are supported in GEMM "
+                               "epilogues only, not in kernels without a ts::dot");
+    }
+    return success();
+  }
+
   LogicalResult select(func::FuncOp fn) {
     auto match = matchGemm(fn);
-    if (failed(match))
+    if (failed(match) || failed(checkStructure(fn, *match)))
       return failure();
     if (!*match)
       return success(); // no dot: an elementwise kernel, no schedule needed
@@ -154,7 +173,7 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
                   "one trip count; use data-parallel";
     }
     if (kind == ScheduleKind::multistage && StringRef(cluster) != "1x1")
-      return m.dot.emitError() << "cluster " << cluster << " needs a persistent schedule "
+      return fn.emitError() << "cluster " << cluster << " needs a persistent schedule "
                                << "(cooperative or pingpong), got 'multistage'";
     // (At most 1024: the scheduler computes raster x grid-columns in i32.)
     if (rasterGroup < 0 || rasterGroup > 1024)
@@ -172,8 +191,8 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
                 "'cooperative' or 'pingpong' (or 'tma', 'warp_specialized')";
     if (kind == ScheduleKind::multistage) {
       if (decomposition == "stream-k")
-        return m.dot.emitError() << "decomposition stream-k needs schedule 'cooperative' or "
-                                    "'pingpong' with a 1x1 cluster, got 'multistage'";
+        return fn.emitError() << "decomposition stream-k needs schedule 'cooperative' or "
+                                 "'pingpong' with a 1x1 cluster, got 'multistage'";
       return selectMultistage(fn, m);
     }
 
@@ -259,11 +278,11 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
     // stages = -1 (ts::stages_max): as many as fit.
     int64_t fit = stagesThatFit(kind, tile, eltBytes);
     if (stages < -1)
-      return m.dot.emitError() << "stages must be at least 2, 0 (tessel's choice) or -1 (as many as fit), got "
-                               << static_cast<int64_t>(stages);
+      return fn.emitError() << "stages must be at least 2, 0 (tessel's choice) or -1 (as many as fit), got "
+                            << static_cast<int64_t>(stages);
     int64_t s = stages == -1 ? fit : stages ? stages : std::min(kMaxStages, fit);
-    if (s < 2)
-      return m.dot.emitError() << "schedule '" << stringifyScheduleKind(kind)
+    if (s < 2)  // (an option error at the ts::jit call; a tile too large for two, at the dot)
+      return (stages > 0 ? fn.emitError() : m.dot.emitError()) << "schedule '" << stringifyScheduleKind(kind)
                                << "' needs at least 2 stages (a stage is released one k-step late), got "
                                << s << (stages > 0 ? "" : " (the tile is too large for two stages)");
     SharedMemoryMap smem = planSharedMemory(kind, tile, eltBytes, s);
@@ -286,9 +305,9 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
       return fn.emitError() << "option cluster = {" << cx << ", " << cy
                             << "} is not supported: use {1, 1}, {2, 1} or {1, 2}";
     if (cx * cy > 1 && kind != ScheduleKind::cooperative && kind != ScheduleKind::pingpong)
-      return m.dot.emitError() << "cluster " << cx << "x" << cy << " needs a persistent schedule "
-                               << "(cooperative or pingpong), got '"
-                               << stringifyScheduleKind(kind) << "'";
+      return fn.emitError() << "cluster " << cx << "x" << cy << " needs a persistent schedule "
+                            << "(cooperative or pingpong), got '" << stringifyScheduleKind(kind)
+                            << "'";
     if ((cx == 2 && (m.tileN / 2) % 8 != 0) || (cy == 2 && (m.tileM / 2) % 8 != 0))
       return m.dot.emitError() << "cluster " << cx << "x" << cy
                                << " multicasts half of the shared tile per CTA: its rows ("
@@ -333,10 +352,9 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
       streamK = streamKable ? 1 : 0;
     } else if (decomposition == "stream-k") {
       if (!streamKable)
-        return m.dot.emitError() << "decomposition stream-k needs schedule 'cooperative' or "
-                                    "'pingpong' with a 1x1 cluster, got '"
-                                 << stringifyScheduleKind(kind) << "' with cluster " << cx << "x"
-                                 << cy;
+        return fn.emitError() << "decomposition stream-k needs schedule 'cooperative' or "
+                                 "'pingpong' with a 1x1 cluster, got '"
+                              << stringifyScheduleKind(kind) << "' with cluster " << cx << "x" << cy;
       streamK = 1;
     }
     // The consumer warpgroups (tma: one per m64 row block; SharedMemory.h).
@@ -350,13 +368,15 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
   LogicalResult selectMultistage(func::FuncOp fn, GemmMatch &m) {
     constexpr int64_t kMultistageSharedBytes = 227 * 1024; // no barriers
     auto err = [&]() { return m.dot.emitError() << "schedule 'multistage' "; };
+    // (Errors about options alone point at the ts::jit call, docs/errors.md.)
+    auto optionErr = [&]() { return fn.emitError() << "schedule 'multistage' "; };
     // M1.
     // (Operand orientation and MN-major operands: checked below with the tile
     // shape. The XOR swizzle is multistage's own.)
     if (swizzle != 0)
-      return err() << "has its own XOR swizzle for ldmatrix: option swizzle must be 0 "
+      return optionErr() << "has its own XOR swizzle for ldmatrix: option swizzle must be 0 "
                       "(automatic), got "
-                   << swizzle;
+                   << static_cast<int64_t>(swizzle);
     // (Operands from 2-d tensors or matrices of rank-3 batches: both work.)
     // M2.
     Type elt = cast<RankedTensorType>(m.dot.getA().getType()).getElementType();
@@ -396,13 +416,13 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
     // hardware reserves per CTA.
     int64_t fitTwo = (kMultistageSharedBytes / 2 - 1024) / stageBytes;
     if (stages < -1)
-      return err() << "needs stages of at least 2, 0 (tessel's choice) or -1 (as many as fit), got "
+      return optionErr() << "needs stages of at least 2, 0 (tessel's choice) or -1 (as many as fit), got "
                    << static_cast<int64_t>(stages);
     int64_t s = stages == -1 ? fit
                 : stages      ? stages
                               : std::min(kMaxStages, w.count() <= 4 && fitTwo >= 3 ? fitTwo : fit);
     if (s < 2)
-      return err() << "needs at least 2 stages, got " << s
+      return (stages > 0 ? optionErr() : err()) << "needs at least 2 stages, got " << s
                    << (stages > 0 ? "" : " (the tile is too large for two stages)");
     if (!planSharedMemory(ScheduleKind::multistage, tile, 2, s).fits())
       return err() << "with " << s << " stages of " << stageBytes

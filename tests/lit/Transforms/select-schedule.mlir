@@ -147,3 +147,81 @@ func.func @gemm_128x128(%A: !tessel.ref<2 x bf16>, %B: !tessel.ref<2 x bf16>, %C
   tessel.store %acc, %C[%c0, %c0] : tensor<128x128xf32>, !tessel.ref<2 x f32>
   return
 }
+
+// -----
+
+// What the kernel builder has no lowering for is the user's error, at the
+// scheduling step (rule 0): a loop in a kernel without a dot,
+func.func @elementwise_loop(%X: !tessel.ref<1 x f32>, %Y: !tessel.ref<1 x f32>) attributes {tessel.kernel} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %zero = arith.constant dense<0.0> : tensor<64xf32>
+  // expected-error @+1 {{a ts::range loop is built only as a GEMM's mainloop (the loop around ts::dot); a kernel without a ts::dot (an elementwise kernel) has none}}
+  %s = scf.for %i = %c0 to %c4 step %c1 iter_args(%acc = %zero) -> (tensor<64xf32>) {
+    %x = tessel.load %X[%i] : !tessel.ref<1 x f32> -> tensor<64xf32>
+    %y = arith.addf %acc, %x : tensor<64xf32>
+    scf.yield %y : tensor<64xf32>
+  }
+  tessel.store %s, %Y[%c0] : tensor<64xf32>, !tessel.ref<1 x f32>
+  return
+}
+
+// -----
+
+// a reduction in a kernel without a dot,
+func.func @elementwise_reduce(%X: !tessel.ref<2 x f32>, %V: !tessel.ref<1 x f32>) attributes {tessel.kernel} {
+  %c0 = arith.constant 0 : index
+  %x = tessel.load %X[%c0, %c0] : !tessel.ref<2 x f32> -> tensor<64x128xf32>
+  %r = tessel.reduce %x, sum, 1 : tensor<64x128xf32> -> tensor<64xf32>
+  // expected-error @+1 {{reductions (ts::sum / ts::max / ts::amax) are supported in GEMM epilogues only, not in kernels without a ts::dot}}
+  tessel.store %r, %V[%c0] {combine} : tensor<64xf32>, !tessel.ref<1 x f32>
+  return
+}
+
+// -----
+
+// a second loop beside a GEMM's mainloop,
+func.func @second_loop(%A: !tessel.ref<2 x bf16>, %B: !tessel.ref<2 x bf16>, %C: !tessel.ref<2 x f32>) attributes {tessel.kernel} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %K = tessel.dim %A, 1 : !tessel.ref<2 x bf16>
+  %zero = arith.constant dense<0.0> : tensor<128x128xf32>
+  %acc = scf.for %k = %c0 to %K step %c64 iter_args(%c = %zero) -> (tensor<128x128xf32>) {
+    %a = tessel.load %A[%c0, %k] : !tessel.ref<2 x bf16> -> tensor<128x64xbf16>
+    %b = tessel.load %B[%c0, %k] : !tessel.ref<2 x bf16> -> tensor<128x64xbf16>
+    %bt = tessel.trans %b : tensor<128x64xbf16> -> tensor<64x128xbf16>
+    %d = tessel.dot %a, %bt, %c : tensor<128x64xbf16>, tensor<64x128xbf16> -> tensor<128x128xf32>
+    scf.yield %d : tensor<128x128xf32>
+  }
+  // expected-error @+1 {{a ts::range loop is built only as a GEMM's mainloop (the loop around ts::dot); this kernel has a second loop}}
+  %twice = scf.for %i = %c0 to %K step %c1 iter_args(%t = %acc) -> (tensor<128x128xf32>) {
+    %u = arith.addf %t, %t : tensor<128x128xf32>
+    scf.yield %u : tensor<128x128xf32>
+  }
+  tessel.store %twice, %C[%c0, %c0] : tensor<128x128xf32>, !tessel.ref<2 x f32>
+  return
+}
+
+// -----
+
+// and a mainloop that carries a value besides the accumulator (a scalar
+// reassigned in the loop).
+func.func @carried_scalar(%A: !tessel.ref<2 x bf16>, %B: !tessel.ref<2 x bf16>, %w0: f32, %C: !tessel.ref<2 x f32>) attributes {tessel.kernel} {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %K = tessel.dim %A, 1 : !tessel.ref<2 x bf16>
+  %zero = arith.constant dense<0.0> : tensor<128x128xf32>
+  // expected-error @+1 {{'scf.for' op the mainloop may carry only the accumulator (acc += ts::dot(...)): another tile or scalar reassigned in the loop is not built yet; compute it after the loop}}
+  %acc:2 = scf.for %k = %c0 to %K step %c64 iter_args(%c = %zero, %w = %w0) -> (tensor<128x128xf32>, f32) {
+    %a = tessel.load %A[%c0, %k] : !tessel.ref<2 x bf16> -> tensor<128x64xbf16>
+    %b = tessel.load %B[%c0, %k] : !tessel.ref<2 x bf16> -> tensor<128x64xbf16>
+    %bt = tessel.trans %b : tensor<128x64xbf16> -> tensor<64x128xbf16>
+    %d = tessel.dot %a, %bt, %c : tensor<128x64xbf16>, tensor<64x128xbf16> -> tensor<128x128xf32>
+    %w2 = arith.mulf %w, %w0 : f32
+    scf.yield %d, %w2 : tensor<128x128xf32>, f32
+  }
+  tessel.store %acc#0, %C[%c0, %c0] : tensor<128x128xf32>, !tessel.ref<2 x f32>
+  return
+}

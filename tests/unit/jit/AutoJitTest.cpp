@@ -173,6 +173,15 @@ TEST(AutoJit, WideTileIsCooperative) {
   EXPECT_THAT(log, Not(HasSubstr("compiling variant")));
 }
 
+TEST(AutoJit, ThirtyTwoWideKTilesAreMultistage) {
+  // BK = 32 with bf16 (64-byte rows): only multistage builds it (R9); before R9 automatic asked
+  // for pingpong and failed, naming a schedule the user never picked.
+  tessel_test::scoped_env fresh{"TESSEL_DISABLE_CACHE", "1"};
+  ts::kernel k = ts::jit(examples::gemm<128, 128, 32>{}, {.schedule = ts::schedule::automatic});
+  EXPECT_THAT(k.stage("select-schedule"), HasSubstr("kind = multistage"));
+  EXPECT_THAT(launchStderr(k, 256, 512, 1024), Not(HasSubstr("compiling variant")));
+}
+
 TEST(AutoJit, InMemoryHitReturnsTheSameKernelWithoutCompiling) {
   tessel_test::scoped_env cache{"TESSEL_DISABLE_CACHE", std::nullopt};
   tessel_test::scoped_env dump{"TESSEL_DUMP_DIR", std::nullopt};

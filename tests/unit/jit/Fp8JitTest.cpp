@@ -252,4 +252,25 @@ TEST_F(Fp8Jit, WhatCannotRunIsAClearError) {
                         fp8Rule));
 }
 
+TEST_F(Fp8Jit, AnEmptyKIsAClearError) {
+  // K == 0 needs the multistage variant (TMA cannot describe an empty tensor), which has no fp8
+  // path: a tessel::error that says why that variant, then its rule. The empty operands have the
+  // default layout (ts::view gives {128, 0} strides {1, 1}, which once read as column-major and
+  // named a variant 'multistage-L00_' "contiguous along dimension 0").
+  using k128 = examples::fp8_gemm<ts::f8e4m3, ts::f8e4m3, ts::bf16, 128, 128>;
+  ts::kernel k = ts::jit(k128{}, {.schedule = ts::schedule::cooperative});
+  const void* fake = reinterpret_cast<const void*>(0x7f0000100000);
+  const std::string what =
+      launch_error(k, ts::grid{1, 1}, ts::view<ts::f8e4m3>(fake, {128, 0}), ts::view<ts::f8e4m3>(fake, {128, 0}),
+                   ts::view<ts::bf16>(fake, {128, 128}), 1.0f);
+  EXPECT_THAT(what, ::testing::StartsWith(
+                        "tessel: kernel '" + k.name() +
+                        "' (schedule cooperative): K == 0 (an argument the kernel loads with TMA is empty, and TMA "
+                        "cannot describe an empty tensor) needs the schedule multistage variant, which cannot be "
+                        "built for this kernel:\n"));
+  EXPECT_THAT(what, HasSubstr("error: schedule 'multistage' needs bf16 or f16 operands (mma.sync m16n8k16), got "
+                              "'f8E4M3FN'"));
+  EXPECT_THAT(what, Not(HasSubstr("contiguous along dimension")));
+}
+
 }  // namespace

@@ -273,3 +273,20 @@ TEST(JitOptions, OneStageIsRejectedWithTheRule) {
     EXPECT_THAT(what, HasSubstr("needs at least 2 stages (a stage is released one k-step late), got 1"));
   }
 }
+
+TEST(JitOptions, AnExplicitPtxasThatIsMissingIsAnError) {
+  // TESSEL_PTXAS names the ptxas to run: when it names none, ts::jit says so instead of leaving
+  // the kernel without a cubin for the driver to JIT.
+  ScopedEnv fresh{"TESSEL_DISABLE_CACHE", "1"};
+  ScopedEnv ptxas{"TESSEL_PTXAS", "/nonexistent/ptxas"};
+  std::string what;
+  try {
+    ts::jit(examples::gemm<128, 128, 64>{}, {.schedule = ts::schedule::tma});
+  } catch (const ts::error& e) {
+    what = e.what();
+  }
+  EXPECT_EQ(what,
+            "tessel: kernel 'examples_gemm_128_128_64': $TESSEL_PTXAS=/nonexistent/ptxas is not an executable file "
+            "(TESSEL_PTXAS names the ptxas to run; unset it to look in $CUDA_HOME/bin, /usr/local/cuda/bin and "
+            "PATH)");
+}

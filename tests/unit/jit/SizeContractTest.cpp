@@ -123,6 +123,28 @@ TEST(OptionErrors, TwoLinesAtTheUsersSourceWithoutIR) {
        "option swizzle = 48 is not one of 0 \\(automatic\\), 128, 64, 32, -1 \\(none\\)"},
       {{.schedule = ts::schedule::tma, .raster_group = -1},
        "option raster-group \\(options::raster_group\\) must be in \\[0, 1024\\] \\(0: the default, 8, or 16 for tiles of at most 64 rows\\), got -1"},
+      // Options that a schedule cannot take are the options' errors too (not the dot's).
+      {{.schedule = ts::schedule::multistage, .cluster = {2, 1}},
+       "cluster 2x1 needs a persistent schedule \\(cooperative or pingpong\\), got 'multistage'"},
+      {{.schedule = ts::schedule::warp_specialized, .cluster = {2, 1}},
+       "cluster 2x1 needs a persistent schedule \\(cooperative or pingpong\\), got 'warp_specialized'"},
+      {{.schedule = ts::schedule::tma, .decomposition = ts::decomposition::stream_k},
+       "decomposition stream-k needs schedule 'cooperative' or 'pingpong' with a 1x1 cluster, got 'tma' with "
+       "cluster 1x1"},
+      {{.schedule = ts::schedule::multistage, .decomposition = ts::decomposition::stream_k},
+       "decomposition stream-k needs schedule 'cooperative' or 'pingpong' with a 1x1 cluster, got 'multistage'"},
+      {{.schedule = ts::schedule::tma, .stages = -2},
+       "stages must be at least 2, 0 \\(tessel's choice\\) or -1 \\(as many as fit\\), got -2"},
+      {{.schedule = ts::schedule::cooperative, .stages = 1},
+       "schedule 'cooperative' needs at least 2 stages \\(a stage is released one k-step late\\), got 1"},
+      {{.schedule = ts::schedule::multistage, .stages = 1}, "schedule 'multistage' needs at least 2 stages, got 1"},
+      {{.schedule = ts::schedule::multistage, .swizzle = 64},
+       "schedule 'multistage' has its own XOR swizzle for ldmatrix: option swizzle must be 0 \\(automatic\\), got 64"},
+      // A value that is no enumerator (a cast) is rejected like an unknown schedule, not taken as auto.
+      {{.schedule = ts::schedule::cooperative, .decomposition = static_cast<ts::decomposition>(7)},
+       "unknown decomposition '\\?' \\(expected auto, data-parallel or stream-k\\)"},
+      {{.schedule = static_cast<ts::schedule>(9)},
+       "unknown schedule '\\?' \\(expected tma, multistage, warp_specialized, cooperative, pingpong or auto\\)"},
   };
   for (const Case& c : cases) {
     std::string what = jitError(c.o);

@@ -227,3 +227,23 @@ TEST(AutoSchedule, TheUsersOptionsAreKept) {
 }
 
 }  // namespace
+
+namespace {
+
+// R9: 16-bit operands with BK = 32 (64-byte rows), which only multistage builds (the wgmma
+// schedules need 128-byte rows): multistage, whatever the shape; a dual GEMM keeps the rule it had
+// (multistage cannot hold two accumulators).
+TEST(AutoSchedule, ThirtyTwoWideKTilesTakeMultistage) {
+  for (ts::dtype t : {ts::dtype::bf16, ts::dtype::f16}) {
+    AutoGemmInfo g = gemm(128, 128, t);
+    g.bk = 32;
+    EXPECT_EQ(pick(g, 8192), "multistage");
+    EXPECT_EQ(pick(g, 256, 4096), "multistage");
+  }
+  AutoGemmInfo dual = gemm(64, 128);
+  dual.bk = 32;
+  dual.dots = 2;
+  EXPECT_EQ(pick(dual, 4096), "pingpong");
+}
+
+}  // namespace

@@ -25,6 +25,9 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 
+#include <optional>
+
+#include "tessel/Runtime/AutoSchedule.h"
 #include "tessel/Runtime/CompiledKernel.h"
 #include "tessel/kernel/runtime_api.hpp"
 
@@ -91,6 +94,13 @@ std::vector<std::pair<std::string, std::string>> recompileStages(const std::stri
 /// compileModule of `tracedText` parsed into a fresh MLIRContext (recompileStages, and a
 /// compile without recorded stages that failed: its reproducer).
 CompiledKernel recompileStagesFor(const std::string &tracedText, const options &o, CompileMode mode);
+
+/// What schedule::automatic needs from the traced GEMM (tessel/Runtime/AutoSchedule.h): the tile
+/// and element type of its (first) tessel.dot, how many dots share the mainloop (a dual GEMM: 2),
+/// and the argument dimension its k-loop runs to (`scf.for ... to %d` with `%d = tessel.dim %argI,
+/// D`); nullopt when the kernel has no dot. ts::jit and tessel-compile resolve schedule::automatic
+/// with it (runtime::chooseAutomatic for a large K), so that both build the same kernel.
+std::optional<runtime::AutoGemmInfo> automaticGemmInfo(mlir::ModuleOp module, const options &o);
 
 std::string scheduleName(schedule s);
 /// The dtype of an MLIR element type (f16, bf16, f32, i1, f8E4M3FN, f8E5M2; i32 otherwise): what

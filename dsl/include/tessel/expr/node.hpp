@@ -51,6 +51,12 @@ namespace tessel {
 template <class T, long long... D>
 class tile;
 
+namespace detail {
+/// false, for a static_assert that fires only when its template is instantiated.
+template <class>
+inline constexpr bool dependent_false_v = false;
+}  // namespace detail
+
 namespace expr {
 
 /// Base of every expression node (tiles are not nodes: they enter expressions as leaves).

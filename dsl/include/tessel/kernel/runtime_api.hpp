@@ -131,7 +131,8 @@ TESSEL_API void abandon_trace() noexcept;
 /// (a CUstream, nullptr = default stream), first compiling (once) the variant the
 /// arguments' layouts and alignment need, if any. Throws tessel::error.
 TESSEL_API void launch(kernel_impl& k, void* stream, grid g, std::span<const tensor_arg> args);
-/// Text of a compiled stage: "tessel", "hopper", "llvm", "ll", "ptx", "ptxas.log", "sass".
+/// Text of a compiled stage: the names kernel::stage (jit.hpp) lists ("tessel", a pass's name,
+/// "ll", "opt.ll", "ptx", "ptxas.log", "cubin", "sass") or a dump file's name.
 TESSEL_API std::string stage_text(const kernel_impl& k, const std::string& stage);
 /// How many kernels this process has built so far: each ts::jit that missed the in-memory cache
 /// and each launch-time variant (compiled, or read from the on-disk cache). Launching a kernel

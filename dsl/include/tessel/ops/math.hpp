@@ -35,6 +35,14 @@ auto make_unary(const E& e, std::source_location loc) {
                   #NAME ": needs a floating-point tile (f16, bf16 or f32); use "               \
                         "ts::cast<ts::f32>(x)");                                               \
     return detail::make_unary<trace::unary_op::OP>(e, loc);                                    \
+  }                                                                                            \
+  template <class T>                                                                           \
+  scalar<T> NAME(const scalar<T>& s, std::source_location = std::source_location::current()) { \
+    static_assert(detail::dependent_false_v<T>,                                                \
+                  #NAME ": math functions on a ts::scalar are not built (docs/scalars.md); "   \
+                        "apply it to the tile expression the scalar meets, or compute the "    \
+                        "value on the host and pass that");                                    \
+    return s; /* (only the static_assert is reported where it is used) */                      \
   }
 TESSEL_FLOAT_UNARY(exp, exp)
 TESSEL_FLOAT_UNARY(exp2, exp2)

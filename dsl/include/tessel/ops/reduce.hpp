@@ -110,4 +110,49 @@ auto amax(const E& e, axis_t<A>, std::source_location loc = std::source_location
   return detail::make_reduction<trace::reduce_op::amax, A>(e, loc);
 }
 
+/// There is no minimum along an axis: a static_assert that says how to get one.
+template <class E, int A>
+  requires detail::expr_like<E>
+auto min(const E& e, axis_t<A>, std::source_location loc = std::source_location::current()) {
+  static_assert(detail::dependent_false_v<E>,
+                "min: there is no min reduction (ts::sum, ts::max and ts::amax reduce along an "
+                "axis); the minimum is -max(-x): reduce ts::max(-x, ts::axis<A>) and negate what "
+                "was stored");
+  return detail::make_reduction<trace::reduce_op::max, A>(e, loc);  // (no second error where it is used)
+}
+
+namespace detail {
+template <class A, class B>
+concept reduction_operand = is_reduction_v<std::remove_cvref_t<A>> || is_reduction_v<std::remove_cvref_t<B>>;
+}  // namespace detail
+
+// Arithmetic on a reduction's result: a static_assert (it is one program instance's partial,
+// which only reduce_into can combine), not a page of unmatched operator overloads.
+#define TESSEL_REDUCTION_ARITHMETIC(OP)                                                         \
+  template <class A, class B>                                                                 \
+    requires detail::reduction_operand<A, B>                                                  \
+  auto operator OP(const A& a, const B& b) {                                                  \
+    static_assert(detail::dependent_false_v<A>,                                               \
+                  "reduction: the result of ts::sum / ts::max / ts::amax can only be stored "  \
+                  "with reduce_into; apply the arithmetic to the tile before reducing "        \
+                  "(ts::amax(x * 2.0f, ts::axis<1>)) or to the vector in a later kernel");     \
+    if constexpr (detail::is_reduction_v<std::remove_cvref_t<A>>) /* (no second error) */     \
+      return a;                                                                               \
+    else                                                                                      \
+      return b;                                                                               \
+  }
+TESSEL_REDUCTION_ARITHMETIC(+)
+TESSEL_REDUCTION_ARITHMETIC(-)
+TESSEL_REDUCTION_ARITHMETIC(*)
+TESSEL_REDUCTION_ARITHMETIC(/)
+#undef TESSEL_REDUCTION_ARITHMETIC
+template <class R>
+  requires detail::is_reduction_v<std::remove_cvref_t<R>>
+auto operator-(const R& r) {
+  static_assert(detail::dependent_false_v<R>,
+                "reduction: the result of ts::sum / ts::max / ts::amax can only be stored with "
+                "reduce_into; negate the tile before reducing (ts::max(-x, ts::axis<1>))");
+  return r;
+}
+
 }  // namespace tessel
