@@ -392,7 +392,7 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
   } else if (!::tessel::runtime::envString("TESSEL_PTXAS").empty()) {
     throw ::tessel::error("tessel: kernel '" + k.name + "': " + ptxasPath +
                           " (TESSEL_PTXAS names the ptxas to run; unset it to look in $CUDA_HOME/bin, "
-                          "/usr/local/cuda/bin and PATH)");
+                          "$CUDA_PATH/bin, /usr/local/cuda/bin and PATH)");
   } else {
     k.ptxasLog = "ptxas not found (" + ptxasPath + "): the driver will JIT the PTX at load time\n";
   }

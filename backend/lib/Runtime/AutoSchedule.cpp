@@ -67,7 +67,9 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
   };
   const options& u = g.user;
   const bool clustered = u.cluster[0] * u.cluster[1] > 1;
-  // A decomposition the user chose is theirs; stream-K exists only for 1x1 clusters.
+  // A decomposition the user chose is theirs, whatever the rule picks (every rule sets it through
+  // this: a stream-K the schedule cannot run, or a value that is no enumerator, is then refused by
+  // tessel-select-schedule, not dropped); stream-K exists only for 1x1 clusters.
   auto decomposition = [&](tessel::decomposition ruled) {
     if (u.decomposition != tessel::decomposition::automatic)
       return u.decomposition;
@@ -76,10 +78,12 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
 
   // R9. 16-bit operands with BK = 32 (64-byte rows): the wgmma schedules need 128-byte rows
   //     (tessel-select-schedule rule 2), multistage (cp.async + mma.sync) takes BK = 32 or 64;
-  //     one dot only (multistage cannot hold a dual GEMM's accumulators: the TMA schedules'
-  //     error stands). Not measured against BK = 64: the only schedule that builds the tile.
-  if ((g.type == dtype::bf16 || g.type == dtype::f16) && g.bk == 32 && g.dots <= 1) {
+  //     one dot and no scaled accumulation (multistage cannot hold a dual GEMM's accumulators
+  //     nor scale each k-step's product: the TMA schedules' BK error stands). Not measured
+  //     against BK = 64: the only schedule that builds the tile.
+  if ((g.type == dtype::bf16 || g.type == dtype::f16) && g.bk == 32 && g.dots <= 1 && !g.scaled) {
     c.schedule = tessel::schedule::multistage;
+    c.decomposition = decomposition(tessel::decomposition::automatic);
     explain(9, [&] {
       return std::string("R9: BK = 32 (64-byte rows): multistage, the schedule that takes them (the wgmma "
                          "schedules need BK = 64 for 16-bit operands)");
@@ -100,6 +104,7 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
   if (g.tileTrips) {
     c.schedule = g.scaled || (g.bm % 64 == 0 && g.bm <= 192) ? tessel::schedule::warp_specialized
                                                              : tessel::schedule::tma;
+    c.decomposition = decomposition(tessel::decomposition::automatic);  // a user's stream-K: refused
     explain(8, [&] {
       return std::string("R8: the mainloop's trip count depends on the tile: ") +
              (c.schedule == tessel::schedule::warp_specialized ? "warp_specialized" : "tma") +
@@ -128,6 +133,7 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
   const bool fp8 = g.type == dtype::f8e4m3 || g.type == dtype::f8e5m2;
   if (g.type != dtype::bf16 && g.type != dtype::f16 && !fp8) {
     c.schedule = tessel::schedule::tma;
+    c.decomposition = decomposition(tessel::decomposition::automatic);
     explain(0, [&] { return std::string(std::string("R0: ") + dtypeName(g.type) + " operands: no measurement of the persistent schedules, "
             "keeping tma"); });
     return c;
@@ -142,6 +148,7 @@ AutoChoice chooseAutomatic(const AutoGemmInfo& g, std::int64_t k, std::string* w
   const bool pingpong = pingpongFits(g.bm, accN, g.dots);
   if (!pingpong && !cooperative256Fits(g.bm, accN, g.dots) && (g.bm > 192 || g.bm % 64 != 0)) {
     c.schedule = tessel::schedule::tma;
+    c.decomposition = decomposition(tessel::decomposition::automatic);
     explain(1, [&] { return std::string("R1: tile " + std::to_string(g.bm) + "x" + std::to_string(g.bn) +
             " fits neither cooperative nor pingpong, keeping tma"); });
     return c;

@@ -191,8 +191,8 @@ bool readWholeFile(const std::string& path, std::string& out, int* err = nullptr
 /// process and in <cacheDir>/ptxas-<hash>.version.
 std::string ptxasIdentity(const std::string& cacheDir) {
   std::string path;
-  if (!ptxasAvailable(&path))
-    return "none";
+  if (!ptxasAvailable(&path))  // (a TESSEL_PTXAS that names nothing: its own key, never a hit of
+    return envString("TESSEL_PTXAS").empty() ? "none" : "missing " + path;  // a toolkit-less entry)
   struct stat st {};
   if (stat(path.c_str(), &st) != 0)
     return "none";

@@ -355,10 +355,14 @@ LoadedKernel& kernel_impl::select(std::span<const tensor_arg> args, grid g) {
       return variant(VariantRequest{key, true, variantTag("multistage", key)});
     } catch (const tessel::error& e) {
       // fp8 operands, a dual GEMM: what multistage does not build (docs/errors.md, Empty problems).
-      throw tessel::error("tessel: " + head() +
-                          ": K == 0 (an argument the kernel loads with TMA is empty, and TMA cannot describe "
-                          "an empty tensor) needs the schedule multistage variant, which cannot be built for "
-                          "this kernel:\n" +
+      std::string empty;  // the first argument loaded with TMA that has a dimension of size 0
+      for (std::size_t i = 0; i < args.size() && i < p.args.size() && empty.empty(); ++i)
+        for (int d = 0; p.args[i].loadedByTma && d < args[i].rank && empty.empty(); ++d)
+          if (args[i].sizes[d] == 0)
+            empty = "argument " + std::to_string(i) + " has size 0 along dimension " + std::to_string(d);
+      throw tessel::error("tessel: " + head() + ": " + empty +
+                          " (K == 0 for a GEMM's operands), and TMA cannot describe an empty tensor: the launch "
+                          "needs the schedule multistage variant, which cannot be built for this kernel:\n" +
                           std::string(e.what()));
     }
   }

@@ -208,8 +208,8 @@ FailureOr<std::optional<GemmMatch>> mlir::tessel::matchGemm(func::FuncOp kernel)
   if (loop.getNumRegionIterArgs() != dots.size())
     return loop.emitOpError(dots.size() == 1 ? "the mainloop may carry only the accumulator"
                                              : "the mainloop may carry only the accumulators")
-           << " (acc += ts::dot(...)): another tile or scalar reassigned in the loop is not built "
-              "yet; compute it after the loop";
+           << " (acc += ts::dot(...)): another value (a tile, scalar or index) reassigned in the "
+              "loop is not built yet; compute it after the loop";
   m.accIndex = m.accIndices[0];
   m.b = m.bs[0];
   auto aTy = cast<RankedTensorType>(dot.getA().getType());

@@ -213,7 +213,7 @@ func.func @carried_scalar(%A: !tessel.ref<2 x bf16>, %B: !tessel.ref<2 x bf16>, 
   %c64 = arith.constant 64 : index
   %K = tessel.dim %A, 1 : !tessel.ref<2 x bf16>
   %zero = arith.constant dense<0.0> : tensor<128x128xf32>
-  // expected-error @+1 {{'scf.for' op the mainloop may carry only the accumulator (acc += ts::dot(...)): another tile or scalar reassigned in the loop is not built yet; compute it after the loop}}
+  // expected-error @+1 {{'scf.for' op the mainloop may carry only the accumulator (acc += ts::dot(...)): another value (a tile, scalar or index) reassigned in the loop is not built yet; compute it after the loop}}
   %acc:2 = scf.for %k = %c0 to %K step %c64 iter_args(%c = %zero, %w = %w0) -> (tensor<128x128xf32>, f32) {
     %a = tessel.load %A[%c0, %k] : !tessel.ref<2 x bf16> -> tensor<128x64xbf16>
     %b = tessel.load %B[%c0, %k] : !tessel.ref<2 x bf16> -> tensor<128x64xbf16>

@@ -167,6 +167,7 @@ TEST(AutoJit, TripCountsPerTile) {
 
 TEST(AutoJit, WideTileIsCooperative) {
   tessel_test::scoped_env fresh{"TESSEL_DISABLE_CACHE", "1"};
+  tessel_test::scoped_env verbose{"TESSEL_VERBOSE", "1"};  // (variants are logged only then)
   ts::kernel k = ts::jit(examples::gemm<128, 256, 64>{}, {.schedule = ts::schedule::automatic});
   EXPECT_THAT(k.stage("select-schedule"), HasSubstr("cooperative"));
   std::string log = launchStderr(k, 256, 512, 1024);
@@ -177,9 +178,18 @@ TEST(AutoJit, ThirtyTwoWideKTilesAreMultistage) {
   // BK = 32 with bf16 (64-byte rows): only multistage builds it (R9); before R9 automatic asked
   // for pingpong and failed, naming a schedule the user never picked.
   tessel_test::scoped_env fresh{"TESSEL_DISABLE_CACHE", "1"};
+  tessel_test::scoped_env verbose{"TESSEL_VERBOSE", "1"};  // (variants are logged only then)
+  ::testing::internal::CaptureStderr();
   ts::kernel k = ts::jit(examples::gemm<128, 128, 32>{}, {.schedule = ts::schedule::automatic});
+  const std::string jitLog = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(jitLog, HasSubstr("compiling multistage now (R9: BK = 32 (64-byte rows): multistage"));
   EXPECT_THAT(k.stage("select-schedule"), HasSubstr("kind = multistage"));
-  EXPECT_THAT(launchStderr(k, 256, 512, 1024), Not(HasSubstr("compiling variant")));
+  const std::string log = launchStderr(k, 256, 512, 1024);
+  EXPECT_THAT(log, Not(HasSubstr("compiling variant")));
+  // The user's decomposition stays theirs: stream-K, which multistage cannot run, is refused.
+  EXPECT_THAT(tessel_test::jit_error(examples::gemm<128, 128, 32>{}, {.decomposition = ts::decomposition::stream_k}),
+              HasSubstr("decomposition stream-k needs schedule 'cooperative' or 'pingpong' with a 1x1 cluster, got "
+                        "'multistage'"));
 }
 
 TEST(AutoJit, InMemoryHitReturnsTheSameKernelWithoutCompiling) {

@@ -263,11 +263,11 @@ TEST_F(Fp8Jit, AnEmptyKIsAClearError) {
   const std::string what =
       launch_error(k, ts::grid{1, 1}, ts::view<ts::f8e4m3>(fake, {128, 0}), ts::view<ts::f8e4m3>(fake, {128, 0}),
                    ts::view<ts::bf16>(fake, {128, 128}), 1.0f);
-  EXPECT_THAT(what, ::testing::StartsWith(
-                        "tessel: kernel '" + k.name() +
-                        "' (schedule cooperative): K == 0 (an argument the kernel loads with TMA is empty, and TMA "
-                        "cannot describe an empty tensor) needs the schedule multistage variant, which cannot be "
-                        "built for this kernel:\n"));
+  EXPECT_THAT(what, ::testing::StartsWith("tessel: kernel '" + k.name() +
+                                          "' (schedule cooperative): argument 0 has size 0 along dimension 1 (K == "
+                                          "0 for a GEMM's operands), and TMA cannot describe an empty tensor: the "
+                                          "launch needs the schedule multistage variant, which cannot be built for "
+                                          "this kernel:\n"));
   EXPECT_THAT(what, HasSubstr("error: schedule 'multistage' needs bf16 or f16 operands (mma.sync m16n8k16), got "
                               "'f8E4M3FN'"));
   EXPECT_THAT(what, Not(HasSubstr("contiguous along dimension")));

@@ -287,6 +287,6 @@ TEST(JitOptions, AnExplicitPtxasThatIsMissingIsAnError) {
   }
   EXPECT_EQ(what,
             "tessel: kernel 'examples_gemm_128_128_64': $TESSEL_PTXAS=/nonexistent/ptxas is not an executable file "
-            "(TESSEL_PTXAS names the ptxas to run; unset it to look in $CUDA_HOME/bin, /usr/local/cuda/bin and "
-            "PATH)");
+            "(TESSEL_PTXAS names the ptxas to run; unset it to look in $CUDA_HOME/bin, $CUDA_PATH/bin, "
+            "/usr/local/cuda/bin and PATH)");
 }

@@ -247,3 +247,24 @@ TEST(AutoSchedule, ThirtyTwoWideKTilesTakeMultistage) {
 }
 
 }  // namespace
+
+namespace {
+
+// R9 leaves a scaled accumulation (multistage cannot scale each k-step) to R7, whose BK error then
+// names the rule; and every rule keeps a decomposition the user chose (refused downstream where
+// the schedule cannot run it, never dropped).
+TEST(AutoSchedule, ThirtyTwoWideKLeavesScaledAccumulationsAndKeepsTheUsersDecomposition) {
+  AutoGemmInfo scaled = gemm(128, 128);
+  scaled.bk = 32;
+  scaled.scaled = true;
+  EXPECT_EQ(pick(scaled, 8192), "cooperative");
+  AutoGemmInfo g = gemm(128, 128);
+  g.bk = 32;
+  g.user.decomposition = ts::decomposition::stream_k;
+  EXPECT_EQ(pick(g, 8192), "multistage-sk");
+  AutoGemmInfo f32 = gemm(128, 128, ts::dtype::f32);  // R0
+  f32.user.decomposition = ts::decomposition::stream_k;
+  EXPECT_EQ(pick(f32, 8192), "tma-sk");
+}
+
+}  // namespace

@@ -62,7 +62,7 @@ struct AutoChoice {
   tessel::decomposition decomposition = tessel::decomposition::automatic;
   /// 0: the user's options::stages; tessel::stages_max: the deepest ring that fits (R6).
   int stages = 0;
-  /// The rule's line that decided: 0..8 (R0..R8 in AutoSchedule.cpp).
+  /// The rule's line that decided: 0..9 (R0..R9 in AutoSchedule.cpp).
   int rule = -1;
   bool operator==(const AutoChoice& o) const {
     return schedule == o.schedule && decomposition == o.decomposition && stages == o.stages;

@@ -25,6 +25,15 @@ auto make_unary(const E& e, std::source_location loc) {
 // cuBLASLt's GELU epilogue computes), gelu_erf = the exact form 0.5 x (1 + erf(x / sqrt(2))).
 // On the GPU they use the sm_90 fast paths (ex2.approx, lg2.approx, tanh.approx); docs/math.md
 // states each one's accuracy.
+// Math functions on a ts::scalar are not built: a static_assert that says what to write instead
+// (returning the scalar, so that the expression it is used in reports nothing else).
+#define TESSEL_NO_SCALAR_MATH(NAME, HINT)                                                       \
+  template <class T>                                                                           \
+  scalar<T> NAME(const scalar<T>& s, std::source_location = std::source_location::current()) { \
+    static_assert(detail::dependent_false_v<T>,                                                \
+                  #NAME ": math functions on a ts::scalar are not built (docs/scalars.md); " HINT); \
+    return s;                                                                                  \
+  }
 #define TESSEL_FLOAT_UNARY(NAME, OP)                                                           \
   template <class E>                                                                           \
     requires detail::expr_like<E>                                                              \
@@ -36,14 +45,8 @@ auto make_unary(const E& e, std::source_location loc) {
                         "ts::cast<ts::f32>(x)");                                               \
     return detail::make_unary<trace::unary_op::OP>(e, loc);                                    \
   }                                                                                            \
-  template <class T>                                                                           \
-  scalar<T> NAME(const scalar<T>& s, std::source_location = std::source_location::current()) { \
-    static_assert(detail::dependent_false_v<T>,                                                \
-                  #NAME ": math functions on a ts::scalar are not built (docs/scalars.md); "   \
-                        "apply it to the tile expression the scalar meets, or compute the "    \
-                        "value on the host and pass that");                                    \
-    return s; /* (only the static_assert is reported where it is used) */                      \
-  }
+  TESSEL_NO_SCALAR_MATH(NAME, "apply it to the tile expression the scalar meets, or compute the " \
+                              "value on the host and pass that")
 TESSEL_FLOAT_UNARY(exp, exp)
 TESSEL_FLOAT_UNARY(exp2, exp2)
 TESSEL_FLOAT_UNARY(log, log)
@@ -66,10 +69,13 @@ TESSEL_FLOAT_UNARY(gelu_erf, gelu_erf)
     static_assert(N::is_shaped, #NAME ": apply it to the 1-d tile before .row()/.col()");      \
     static_assert(!std::is_same_v<typename N::dtype_type, i1>, #NAME ": not defined on masks"); \
     return detail::make_unary<trace::unary_op::OP>(e, loc);                                    \
-  }
+  }                                                                                            \
+  TESSEL_NO_SCALAR_MATH(NAME, "ts::max(alpha, 0.0f) is relu of a scalar, ts::max(alpha, -alpha) " \
+                              "its absolute value")
 TESSEL_NUMERIC_UNARY(abs, abs)
 TESSEL_NUMERIC_UNARY(relu, relu)
 #undef TESSEL_NUMERIC_UNARY
+#undef TESSEL_NO_SCALAR_MATH
 
 /// Elementwise maximum / minimum of two tiles, or of a tile and a scalar (`ts::max(x, 0.0f)`).
 /// On floats NaN propagates (arith.maximumf / arith.minimumf). (On two indices: core/index.hpp.)

@@ -17,6 +17,8 @@
 #include <source_location>
 #include <type_traits>
 
+#include <boost/hana/integral_constant.hpp>
+
 #include "tessel/core/dtype.hpp"
 #include "tessel/core/location.hpp"
 #include "tessel/core/shape.hpp"
@@ -140,6 +142,18 @@ concept reduction_operand = is_reduction_v<std::remove_cvref_t<A>> || is_reducti
       return a;                                                                               \
     else                                                                                      \
       return b;                                                                               \
+  }                                                                                           \
+  /* By value against a Hana constant (`r * 2_c`), so that partial ordering prefers these to */ \
+  /* Hana's forwarding-reference operators (as expr/operators.hpp does for tiles). */          \
+  template <class R, class U, U N>                                                            \
+    requires detail::is_reduction_v<R>                                                        \
+  R operator OP(R r, boost::hana::integral_constant<U, N> b) {                                \
+    return r OP static_cast<U>(b); /* the overload above: its static_assert */               \
+  }                                                                                           \
+  template <class R, class U, U N>                                                            \
+    requires detail::is_reduction_v<R>                                                        \
+  R operator OP(boost::hana::integral_constant<U, N> a, R r) {                                \
+    return static_cast<U>(a) OP r;                                                            \
   }
 TESSEL_REDUCTION_ARITHMETIC(+)
 TESSEL_REDUCTION_ARITHMETIC(-)
