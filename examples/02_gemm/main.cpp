@@ -93,10 +93,10 @@ int main(int argc, char** argv) {
     std::string dump_dir = args.str("dump-dir", no_run ? "tessel-gemm-dump" : "");
 
     ts::options opts{.schedule = schedule,
-                     .stages = int(args.i64("stages", 0)),
+                     .stages = args.i32("stages", 0),
                      .cluster = tb::parse_cluster(args.str("cluster", "1x1")),
                      .swizzle = tb::parse_swizzle(args.str("swizzle", "auto")),
-                     .raster_group = int(args.i64("raster-group", 0)),
+                     .raster_group = args.i32("raster-group", 0),
                      .decomposition = tb::parse_decomposition(args.str("decomposition", "auto")),
                      .dump_dir = dump_dir};
 
@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
     }
 
     tb::lt_context lt;
-    tb::lt_gemm cublas(lt, M, N, K, tb::out_type::bf16, tb::epilogue::none, nullptr, int(args.i64("cublas-algos", 1)));
+    tb::lt_gemm cublas(lt, M, N, K, tb::out_type::bf16, tb::epilogue::none, nullptr, args.i32("cublas-algos", 1));
     tb::select_fastest_algo(cublas, p, stream, &nvml);
     std::printf("  cuBLASLt: %s\n", cublas.algo_description().c_str());
 

@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
                 col_scale ? "; one scale, uniform [0.25, 2) f32" : "");
 
     tb::lt_context lt;
-    tb::lt_gemm cublas(lt, M, N, K, tb::out_type::bf16, p.bias_epilogue, p.bias(0), int(args.i64("cublas-algos", 1)));
+    tb::lt_gemm cublas(lt, M, N, K, tb::out_type::bf16, p.bias_epilogue, p.bias(0), args.i32("cublas-algos", 1));
     tb::select_fastest_algo(cublas, p, stream, &nvml);
     std::printf("  cuBLASLt (%s epilogue): %s\n", gelu ? "GELU_BIAS" : "RELU_BIAS", cublas.algo_description().c_str());
     if (col_scale)

@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
                 p.sets());
 
     tb::lt_context lt;
-    tb::lt_gemm cublas(lt, M, N, K, tb::out_type::bf16, tb::epilogue::none, nullptr, int(args.i64("cublas-algos", 1)));
+    tb::lt_gemm cublas(lt, M, N, K, tb::out_type::bf16, tb::epilogue::none, nullptr, args.i32("cublas-algos", 1));
     cublas.set_alpha_beta(alpha, beta, p.c0());
     tb::select_fastest_algo(cublas, p, stream, &nvml);
     std::printf("  cuBLASLt (alpha, beta, C0 separate from D): %s\n", cublas.algo_description().c_str());

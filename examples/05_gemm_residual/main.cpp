@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
                 p.sets());
 
     tb::lt_context lt;
-    tb::lt_gemm cublas(lt, M, N, K, tb::out_type::bf16, tb::epilogue::none, nullptr, int(args.i64("cublas-algos", 1)));
+    tb::lt_gemm cublas(lt, M, N, K, tb::out_type::bf16, tb::epilogue::none, nullptr, args.i32("cublas-algos", 1));
     cublas.set_alpha_beta(1.f, 1.f, p.c0());
     tb::select_fastest_algo(cublas, p, stream, &nvml);
     std::printf("  cuBLASLt (alpha 1, beta 1, C = R, D separate): %s\n", cublas.algo_description().c_str());

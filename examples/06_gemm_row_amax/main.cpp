@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
     std::printf("  data:   uniform [-1,1) bf16 (no zeros), %d rotated sets, C poisoned with NaN\n", p.sets());
 
     tb::lt_context lt;
-    tb::lt_gemm cublas(lt, M, N, K, tb::out_type::bf16, tb::epilogue::none, nullptr, int(args.i64("cublas-algos", 1)));
+    tb::lt_gemm cublas(lt, M, N, K, tb::out_type::bf16, tb::epilogue::none, nullptr, args.i32("cublas-algos", 1));
     tb::select_fastest_algo(cublas, p, stream, &nvml);
     std::printf("  cuBLASLt (plain GEMM; no per-row amax epilogue): %s\n", cublas.algo_description().c_str());
 

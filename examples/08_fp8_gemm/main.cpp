@@ -300,7 +300,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<tb::lt_gemm> cublas;
     if (!fp8_out && (!blockwise || lt_sa)) {
       cublas = std::make_unique<tb::lt_gemm>(lt, M, N, K, tb::out_type::bf16, tb::epilogue::none, nullptr,
-                                             int(args.i64("cublas-algos", 1)), tb::gemm_layout{}, tb::in_type::e4m3,
+                                             args.i32("cublas-algos", 1), tb::gemm_layout{}, tb::in_type::e4m3,
                                              tb::lt_block_scales{lt_sa, lt_sb});
       for (int a = 0; a < cublas->num_algos(); ++a) {
         cublas->select_algo(a);
@@ -313,8 +313,8 @@ int main(int argc, char** argv) {
                          }});
     }
     tb::timing_config tc;
-    tc.batch = int(args.i64("iters", 20));
-    tc.repeats = int(args.i64("repeats", 10));
+    tc.batch = args.i32("iters", 20);
+    tc.repeats = args.i32("repeats", 10);
     tc.warmup_ms = double(args.i64("warmup-ms", 1000));
     std::vector<tb::launch_fn> fns;
     for (auto& c : cands) fns.push_back(c.launch);

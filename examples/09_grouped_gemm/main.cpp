@@ -935,7 +935,7 @@ int main(int argc, char** argv) {
           per_group[g]->run(A.as<char>() + layout.first_row[g] * K * 2, bytesW + g * N * K * 2,
                             static_cast<char*>(out) + layout.first_row[g] * N * 2, s);
     };
-    tb::lt_gemm cublas(lt, M, N, K, tb::out_type::bf16, tb::epilogue::none, nullptr, int(args.i64("cublas-algos", 1)));
+    tb::lt_gemm cublas(lt, M, N, K, tb::out_type::bf16, tb::epilogue::none, nullptr, args.i32("cublas-algos", 1));
     std::printf("  cuBLASLt (all %lld rows by W[0], bf16 out): %s\n", (long long)M, cublas.algo_description().c_str());
 
     if (!args.flag("no-check")) {

@@ -29,7 +29,7 @@ endfunction()
 run("cmake --install" ${CMAKE_COMMAND} --install ${TESSEL_BUILD_DIR} --prefix ${prefix})
 foreach(f lib/libtessel.so include/tessel/tessel.hpp include/tessel/kernel/runtime_api.hpp
           lib/cmake/tessel/tesselConfig.cmake lib/cmake/tessel/tesselConfigVersion.cmake
-          lib/cmake/tessel/tesselTargets.cmake bin/tessel-cache)
+          lib/cmake/tessel/tesselTargets.cmake bin/tessel-cache bin/tessel-compile bin/tessel-opt)
   if(NOT EXISTS ${prefix}/${f})
     fail("the install has no ${f}")
   endif()
@@ -79,6 +79,16 @@ endif()
 unset(ENV{TESSEL_VERBOSE})
 if(WITH_EXAMPLES)
   run("the installed tessel-vector-add" ${prefix}/bin/tessel-vector-add --no-run --dump-dir ${WORK_DIR}/dump)
+  # Its dump replays with the installed tools: 01 compiles again to the same PTX.
+  run("the installed tessel-compile" ${prefix}/bin/tessel-compile ${WORK_DIR}/dump/01-tessel.mlir
+      --dump-dir ${WORK_DIR}/again)
+  file(READ ${WORK_DIR}/dump/14-kernel.ptx ptx_dumped)
+  file(READ ${WORK_DIR}/again/14-kernel.ptx ptx_again)
+  if(NOT ptx_dumped STREQUAL ptx_again)
+    fail("the installed tessel-compile does not reproduce the dump's PTX")
+  endif()
+  run("the installed tessel-opt" ${prefix}/bin/tessel-opt ${WORK_DIR}/dump/09-lower-to-nvvm.mlir
+      --tessel-hopper-to-nvvm-pipeline)
 endif()
 run("the installed tessel-cache" ${prefix}/bin/tessel-cache list)
 if(NOT out MATCHES "axpy")

@@ -2,6 +2,9 @@
 // Accepts "--name value", "--name=value" and flags "--name"; anything else is an error.
 #pragma once
 
+#include <cctype>
+#include <cerrno>
+#include <climits>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -58,6 +61,13 @@ public:
     if (it == values_.end()) return def;
     return parse_i64(it->second, "--" + name);
   }
+  /// For options stored in an int (stages, raster group, iterations...): int(i64(...)) would
+  /// wrap 4294967298 to 2 and run something the user did not ask for.
+  int i32(const std::string& name, int def) const {
+    auto it = values_.find(name);
+    if (it == values_.end()) return def;
+    return parse_i32(it->second, "--" + name);
+  }
   double f64(const std::string& name, double def) const {
     auto it = values_.find(name);
     if (it == values_.end()) return def;
@@ -67,11 +77,27 @@ public:
     return v;
   }
 
+  /// A whole decimal integer, or a usage_error naming `what`: not " 5" nor "5x" (strtoll would skip
+  /// or stop), and not a value beyond int64 (strtoll saturates to INT64_MAX with ERANGE).
   static std::int64_t parse_i64(const std::string& s, const std::string& what) {
+    if (s.empty() || std::isspace(static_cast<unsigned char>(s[0])))
+      throw usage_error(what + ": not an integer: '" + s + "'");
     char* end = nullptr;
+    errno = 0;
     long long v = std::strtoll(s.c_str(), &end, 10);
-    if (s.empty() || *end) throw usage_error(what + ": not an integer: '" + s + "'");
+    if (*end) throw usage_error(what + ": not an integer: '" + s + "'");
+    if (errno == ERANGE)
+      throw usage_error(what + ": " + s + " is out of range (expected " + std::to_string(LLONG_MIN) + " .. " +
+                        std::to_string(LLONG_MAX) + ")");
     return v;
+  }
+  /// parse_i64 for a value stored in an int: outside INT_MIN..INT_MAX is a usage_error.
+  static int parse_i32(const std::string& s, const std::string& what) {
+    const std::int64_t v = parse_i64(s, what);
+    if (v < INT_MIN || v > INT_MAX)
+      throw usage_error(what + ": " + s + " is out of range (expected " + std::to_string(INT_MIN) + " .. " +
+                        std::to_string(INT_MAX) + ")");
+    return int(v);
   }
   static std::vector<std::string> split(std::string_view s, char sep = ',') {
     std::vector<std::string> out;

@@ -67,9 +67,21 @@ struct config {
 
 config parse_config(const std::string& s) {
   auto colon = s.find(':');
-  if (colon == std::string::npos) throw std::runtime_error("config '" + s + "' is not schedule:BMxBN");
-  return {tb::parse_schedule(s.substr(0, colon)), tb::parse_tile(s.substr(colon + 1)), s};
+  if (colon == std::string::npos) throw tb::usage_error("--configs: '" + s + "' is not schedule:BMxBN");
+  try {
+    return {tb::parse_schedule(s.substr(0, colon)), tb::parse_tile(s.substr(colon + 1)), s};
+  } catch (const tb::usage_error& e) {
+    throw tb::usage_error("--configs: " + std::string(e.what()));
+  }
 }
+
+constexpr const char* kUsage =
+    "usage: tessel-latency [--configs schedule:BMxBN,...] [--runs N]\n"
+    "  cold ts::jit (new process, empty disk cache) stage by stage, disk-cache hit in a new\n"
+    "  process, in-memory hit, and (with a GPU) the host time of a cached launch.\n"
+    "  --configs  the configurations, comma-separated (default "
+    "cooperative:128x256,multistage:128x256,pingpong:128x128,tma:128x128,auto:128x256)\n"
+    "  --runs N   repetitions per configuration, N >= 1 (default 3)\n";
 
 /// Child: one phase in this process. Prints "STEP <name> <ms>" and "RESULT <what> <value>".
 int child(const config& c, const std::string& phase) {
@@ -204,31 +216,45 @@ int main(int argc, char** argv) {
   std::string configs = "cooperative:128x256,multistage:128x256,pingpong:128x128,tma:128x128,auto:128x256";
   int runs = 3;
   std::string child_config, phase;
-  for (size_t i = 0; i < args.size(); ++i) {
-    auto value = [&] {
-      if (i + 1 >= args.size()) throw std::runtime_error(args[i] + " needs a value");
-      return args[++i];
-    };
-    if (args[i] == "--configs") configs = value();
-    else if (args[i] == "--runs") runs = std::max(1, std::atoi(value().c_str()));
-    else if (args[i] == "--child") child_config = value();
-    else if (args[i] == "--phase") phase = value();
-    else if (args[i] == "--help" || args[i] == "-h") {
-      std::printf("usage: tessel-latency [--configs schedule:BMxBN,...] [--runs N]\n"
-                  "  cold ts::jit (new process, empty disk cache) stage by stage, disk-cache hit in a new\n"
-                  "  process, in-memory hit, and (with a GPU) the host time of a cached launch.\n");
-      return 0;
-    } else {
-      std::fprintf(stderr, "tessel-latency: unknown argument '%s'\n", args[i].c_str());
-      return 2;
+  std::vector<config> list;
+  // Parsed inside a try, strictly: a bad argument is a usage error (exit status 2, the usage), never
+  // an uncaught exception (abort) nor a count that atoi made up ("abc", "-5": one run, silently).
+  try {
+    for (size_t i = 0; i < args.size(); ++i) {
+      auto value = [&] {
+        if (i + 1 >= args.size()) throw tb::usage_error(args[i] + " needs a value");
+        return args[++i];
+      };
+      if (args[i] == "--configs") {
+        configs = value();
+      } else if (args[i] == "--runs") {
+        const std::string n = value();
+        runs = tb::cli::parse_i32(n, "--runs");
+        if (runs < 1) throw tb::usage_error("--runs: " + n + " runs: expected at least 1");
+      } else if (args[i] == "--child") {
+        child_config = value();
+      } else if (args[i] == "--phase") {
+        phase = value();
+      } else if (args[i] == "--help" || args[i] == "-h") {
+        std::printf("%s", kUsage);
+        return 0;
+      } else {
+        throw tb::usage_error("unknown argument '" + args[i] + "'");
+      }
     }
+    if (child_config.empty()) {
+      for (const auto& c : tb::cli::split(configs)) list.push_back(parse_config(c));
+      if (list.empty())
+        throw tb::usage_error("--configs: no configuration in '" + configs + "' (expected schedule:BMxBN,...)");
+    }
+  } catch (const tb::usage_error& e) {
+    std::fprintf(stderr, "tessel-latency: %s\n%s", e.what(), kUsage);
+    return 2;
   }
   try {
     if (!child_config.empty()) return child(parse_config(child_config), phase);
 
     const std::string self = fs::read_symlink("/proc/self/exe").string();
-    std::vector<config> list;
-    for (const auto& c : tb::cli::split(configs)) list.push_back(parse_config(c));
     std::string ptxas;
     std::printf("tessel-latency: %d run(s) per configuration; each run: a new process with an empty "
                 "TESSEL_CACHE_DIR (cold), then a new process on that cache (hit)\n", runs);

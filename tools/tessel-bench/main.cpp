@@ -203,32 +203,44 @@ int main(int argc, char** argv) {
       std::cout << kUsage;
       return 0;
     }
-    const auto shapes = tb::parse_shapes(args.str("shapes", kDefaultShapes));
-    const auto schedules = tb::parse_schedules(args.str("schedules", "tma"));
-    const auto tiles = tb::parse_tiles(args.str("tiles", "128x256,128x128"));
+    // The list parsers (tessel_gemm.hpp) are shared with the examples' singular --tile, --cluster...:
+    // their messages get the flag here.
+    auto parse_flag = [&](const char* flag, auto parse) {
+      try {
+        return parse();
+      } catch (const tb::usage_error& e) {
+        throw tb::usage_error(std::string(flag) + ": " + e.what());
+      }
+    };
+    const auto shapes = parse_flag("--shapes", [&] { return tb::parse_shapes(args.str("shapes", kDefaultShapes)); });
+    const auto schedules = parse_flag("--schedules", [&] { return tb::parse_schedules(args.str("schedules", "tma")); });
+    const auto tiles = parse_flag("--tiles", [&] { return tb::parse_tiles(args.str("tiles", "128x256,128x128")); });
     std::vector<int> stage_list;
-    for (const auto& s : tb::cli::split(args.str("stages", "4"))) stage_list.push_back(int(tb::cli::parse_i64(s, "--stages")));
+    for (const auto& s : tb::cli::split(args.str("stages", "4"))) stage_list.push_back(tb::cli::parse_i32(s, "--stages"));
     if (stage_list.empty()) throw tb::usage_error("empty --stages list");
     const std::string json_path = args.str("json", "");
     const std::string dump_dir = args.str("dump-dir", "");
     const double cooldown_ms = args.f64("cooldown-ms", 200);
     tb::compare_config cmp;
     cmp.check = !args.flag("no-check");
-    cmp.timing.batch = int(args.i64("iters", 20));
-    cmp.timing.repeats = int(args.i64("repeats", 7));
+    cmp.timing.batch = args.i32("iters", 20);
+    cmp.timing.repeats = args.i32("repeats", 7);
     cmp.timing.warmup_ms = args.f64("warmup-ms", 500);
     if (cmp.timing.repeats < 1 || cmp.timing.batch < 1) throw tb::usage_error("--iters and --repeats must be >= 1");
-    const int cublas_algos = int(args.i64("cublas-algos", 1));
+    const int cublas_algos = args.i32("cublas-algos", 1);
+    // Read here, not in options_of: that runs on the compile threads, where a usage_error would escape.
+    const int raster_group = args.i32("raster-group", 0);
     const std::uint64_t seed = std::uint64_t(args.i64("seed", 1));
 
     std::vector<std::array<int, 2>> clusters;
-    for (const auto& c : tb::cli::split(args.str("clusters", "1x1"))) clusters.push_back(tb::parse_cluster(c));
+    for (const auto& c : tb::cli::split(args.str("clusters", "1x1")))
+      clusters.push_back(parse_flag("--clusters", [&] { return tb::parse_cluster(c); }));
     if (clusters.empty()) throw tb::usage_error("empty --clusters list");
     std::vector<ts::decomposition> decompositions;
     for (const auto& d : tb::cli::split(args.str("decompositions", "auto")))
-      decompositions.push_back(tb::parse_decomposition(d));
+      decompositions.push_back(parse_flag("--decompositions", [&] { return tb::parse_decomposition(d); }));
     if (decompositions.empty()) throw tb::usage_error("empty --decompositions list");
-    const int swizzle = tb::parse_swizzle(args.str("swizzle", "auto"));
+    const int swizzle = parse_flag("--swizzle", [&] { return tb::parse_swizzle(args.str("swizzle", "auto")); });
     std::vector<tb::gemm_layout> layouts;
     for (const auto& l : tb::cli::split(args.str("layouts", "TN"))) {
       try {
@@ -261,6 +273,22 @@ int main(int argc, char** argv) {
                 // choice, which the automatic rule may deepen for memory-bound launches).
                 configs.push_back({s, t, s == ts::schedule::automatic && !args.has("stages") ? 0 : st, cl, d, sw});
               }
+    // Every combination filtered out: say which rule did it rather than compile and time nothing
+    // ("compiled 0 configurations", exit 0, looked like a run that passed).
+    if (configs.empty()) {
+      auto persistent = [](ts::schedule s) { return s == ts::schedule::cooperative || s == ts::schedule::pingpong; };
+      bool any_persistent = false, any_1x1 = false, any_auto_decomposition = false;
+      for (auto s : schedules) any_persistent = any_persistent || persistent(s);
+      for (const auto& cl : clusters) any_1x1 = any_1x1 || cl[0] * cl[1] == 1;
+      for (auto d : decompositions) any_auto_decomposition = any_auto_decomposition || d == ts::decomposition::automatic;
+      std::string why = "--schedules " + args.str("schedules", "tma") + " with --clusters " + args.str("clusters", "1x1") +
+                        " and --decompositions " + args.str("decompositions", "auto") + " leave no configuration";
+      if (!any_1x1 && !any_persistent) why += "; clusters other than 1x1 need --schedules cooperative or pingpong";
+      if (!any_auto_decomposition)
+        why += "; --decompositions dp and sk (stream-K) need --schedules cooperative or pingpong with --clusters 1x1 "
+               "(or add auto)";
+      throw tb::usage_error(why);
+    }
 
     // Compile every configuration once (no GPU needed); reused for every shape.
     std::map<std::string, compiled> kernels;
@@ -268,7 +296,7 @@ int main(int argc, char** argv) {
     const bool autotune = args.flag("autotune");
     auto options_of = [&](const config& c) {
       return ts::options{.schedule = c.schedule, .stages = c.stages, .cluster = c.cluster, .swizzle = swizzle,
-                         .raster_group = int(args.i64("raster-group", 0)), .decomposition = c.decomposition};
+                         .raster_group = raster_group, .decomposition = c.decomposition};
     };
     // On several threads (ts::jit is thread-safe); the lines come in the configurations' order.
     std::vector<const config*> todo;

@@ -70,9 +70,11 @@ tile_shape parse_tile(std::string_view s) {
   auto parts = cli::split(s, 'x');
   if (parts.size() != 2 && parts.size() != 3) throw usage_error("tile '" + std::string(s) + "': expected BMxBN[xBK]");
   tile_shape t;
-  t.bm = int(cli::parse_i64(parts[0], "tile"));
-  t.bn = int(cli::parse_i64(parts[1], "tile"));
-  if (parts.size() == 3) t.bk = int(cli::parse_i64(parts[2], "tile"));
+  // parse_i32: int(parse_i64(...)) would wrap 4294967424x256 to the supported 128x256.
+  const std::string what = "tile '" + std::string(s) + "'";
+  t.bm = cli::parse_i32(parts[0], what);
+  t.bn = cli::parse_i32(parts[1], what);
+  if (parts.size() == 3) t.bk = cli::parse_i32(parts[2], what);
   for (const auto& st : supported_tiles())
     if (st == t) return t;
   std::string list;
@@ -90,7 +92,8 @@ std::vector<tile_shape> parse_tiles(std::string_view csv) {
 std::array<int, 2> parse_cluster(std::string_view s) {
   auto parts = cli::split(s, 'x');
   if (parts.size() != 2) throw usage_error("cluster '" + std::string(s) + "': expected MxN (1x1, 2x1 or 1x2)");
-  return {int(cli::parse_i64(parts[0], "cluster")), int(cli::parse_i64(parts[1], "cluster"))};
+  const std::string what = "cluster '" + std::string(s) + "'";
+  return {cli::parse_i32(parts[0], what), cli::parse_i32(parts[1], what)};
 }
 
 std::string cluster_str(const std::array<int, 2>& c) { return std::to_string(c[0]) + "x" + std::to_string(c[1]); }
@@ -132,11 +135,12 @@ gemm_shape parse_shape(std::string_view s) {
   auto parts = cli::split(s, 'x');
   gemm_shape g;
   if (parts.size() == 1) {
-    g.m = g.n = g.k = cli::parse_i64(parts[0], "shape");
+    g.m = g.n = g.k = cli::parse_i64(parts[0], "shape '" + std::string(s) + "'");
   } else if (parts.size() == 3) {
-    g.m = cli::parse_i64(parts[0], "shape");
-    g.n = cli::parse_i64(parts[1], "shape");
-    g.k = cli::parse_i64(parts[2], "shape");
+    const std::string what = "shape '" + std::string(s) + "'";
+    g.m = cli::parse_i64(parts[0], what);
+    g.n = cli::parse_i64(parts[1], what);
+    g.k = cli::parse_i64(parts[2], what);
   } else {
     throw usage_error("shape '" + std::string(s) + "': expected MxNxK");
   }
@@ -231,38 +235,22 @@ void launch_gemm_bias_relu(ts::kernel& k, const tile_shape& t, void* stream, con
 }  // namespace tessel_bench
 
 #include <filesystem>
-#include <fstream>
 #include <ostream>
 
 namespace tessel_bench {
 
-int report_dump_dir(ts::kernel& k, const std::string& dir, std::ostream& os) {
+int report_dump_dir(ts::kernel&, const std::string& dir, std::ostream& os) {
   namespace fs = std::filesystem;
-  auto list = [&]() {
-    std::vector<fs::path> files;
-    std::error_code ec;
-    if (fs::is_directory(dir, ec))
-      for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
-           it.increment(ec))
-        if (it->is_regular_file(ec)) files.push_back(it->path());
-    std::sort(files.begin(), files.end());
-    return files;
-  };
-  auto files = list();
-  if (files.empty()) {
-    os << "note: tessel wrote nothing under " << dir << "; writing the stages from kernel::stage()\n";
-    fs::create_directories(dir);
-    for (const char* st : {"tessel", "hopper", "llvm", "ll", "ptx", "ptxas.log", "sass"}) {
-      try {
-        std::string text = k.stage(st);
-        if (text.empty()) continue;
-        std::ofstream(fs::path(dir) / (std::string("kernel.") + st)) << text;
-      } catch (const std::exception& e) {
-        os << "  (stage " << st << " not available: " << e.what() << ")\n";
-      }
-    }
-    files = list();
-  }
+  // ts::jit with options::dump_dir writes every stage there itself, or throws (runtime::writeStages):
+  // this only lists them, with no fallback of its own to write kernel::stage() texts.
+  std::vector<fs::path> files;
+  std::error_code ec;
+  if (fs::is_directory(dir, ec))
+    for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec))
+      if (it->is_regular_file(ec)) files.push_back(it->path());
+  std::sort(files.begin(), files.end());
+  if (files.empty()) os << "note: nothing under " << dir << "\n";
   for (const auto& f : files) {
     std::error_code ec;
     os << "wrote " << f.string() << " (" << fs::file_size(f, ec) << " bytes)\n";
@@ -297,8 +285,8 @@ int check_and_time(const cli& args, bool check, const launch_fn& launch, const o
                    const nvml_probe* nvml, const device_info& dev, const char* failed, const check_extras& extras) {
   compare_config cfg;
   cfg.check = check;
-  cfg.timing.batch = int(args.i64("iters", 20));
-  cfg.timing.repeats = int(args.i64("repeats", 10));
+  cfg.timing.batch = args.i32("iters", 20);
+  cfg.timing.repeats = args.i32("repeats", 10);
   cfg.timing.warmup_ms = args.f64("warmup-ms", 1000);
   cfg.verify = extras.verify;
   cfg.also_time = extras.also_time;
@@ -311,17 +299,17 @@ int check_and_time(const cli& args, bool check, const launch_fn& launch, const o
 }
 
 ts::options example_options(const cli& args, ts::schedule s, const std::string& dump_dir, int default_stages) {
-  ts::options o{.schedule = s, .stages = int(args.i64("stages", default_stages)), .dump_dir = dump_dir};
+  ts::options o{.schedule = s, .stages = args.i32("stages", default_stages), .dump_dir = dump_dir};
   o.decomposition = parse_decomposition(args.str("decomposition", "auto"));
   o.cluster = parse_cluster(args.str("cluster", "1x1"));
-  o.raster_group = int(args.i64("raster-group", 0));
+  o.raster_group = args.i32("raster-group", 0);
   return o;
 }
 
 timing_config example_timing(const cli& args) {
   timing_config cfg;
-  cfg.batch = int(args.i64("iters", 20));
-  cfg.repeats = int(args.i64("repeats", 10));
+  cfg.batch = args.i32("iters", 20);
+  cfg.repeats = args.i32("repeats", 10);
   cfg.warmup_ms = args.f64("warmup-ms", 1000);
   return cfg;
 }

@@ -97,10 +97,8 @@ void launch_gemm_bias_relu(tessel::kernel& k, const tile_shape& t, void* stream,
 #include <iosfwd>
 
 namespace tessel_bench {
-/// After ts::jit(..., {.dump_dir = dir}): lists every file under `dir` on `os` ("wrote <path> (<n>
-/// bytes)"). If tessel wrote nothing there, writes k.stage(s) itself for each known stage name
-/// ("tessel", "hopper", "llvm", "ll", "ptx", "ptxas.log", "sass") that it can produce.
-/// Returns the number of files listed.
+/// After ts::jit(..., {.dump_dir = dir}), which wrote every stage there: lists every file under `dir`
+/// on `os` ("wrote <path> (<n> bytes)"), or says there is none. Returns the number of files listed.
 int report_dump_dir(tessel::kernel& k, const std::string& dir, std::ostream& os);
 // ---- the examples' driver ---------------------------------------------------------------------
 

@@ -7,20 +7,26 @@
 //   tessel-cache [--dir DIR] clear    remove every entry (and ts::autotune's saved choices)
 //
 // The directory is the one ts::jit would use (TESSEL_CACHE_DIR, else
-// $XDG_CACHE_HOME/tessel, else ~/.cache/tessel) unless --dir names another.
+// $XDG_CACHE_HOME/tessel, else ~/.cache/tessel) unless --dir names another
+// (before or after the command: `clear --dir X` must never clear the default
+// directory instead). Any other argument is a usage error (exit status 2).
 // Entries are read with the runtime's own decoder (DiskCache.h), so `list`
-// and `stats` also say which entries ts::jit would ignore, and why. Links
-// TesselRuntime only: no MLIR, no LLVM.
+// and `stats` also say which entries ts::jit would ignore, and why; they are
+// read without moving their access times, which are the LRU order of `trim`
+// and of ts::jit's eviction. Links TesselRuntime only: no MLIR, no LLVM.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Runtime/DiskCache.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <ctime>
-#include <fstream>
-#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,7 +39,7 @@ int usage(const char *why = nullptr) {
   if (why)
     std::fprintf(stderr, "tessel-cache: %s\n", why);
   std::fprintf(why ? stderr : stdout,
-               "usage: tessel-cache [--dir DIR] path|list|stats|clear|trim [SIZE]\n"
+               "usage: tessel-cache [--dir DIR] path|list|stats|clear|trim [SIZE]   (--dir may also follow the command)\n"
                "  path   print the cache directory (TESSEL_CACHE_DIR, $XDG_CACHE_HOME/tessel or ~/.cache/tessel)\n"
                "  list   one line per entry, least recently used first: access time, bytes, kernel, variant\n"
                "  stats  number of entries, total bytes, the size cap (TESSEL_CACHE_MAX_BYTES), invalid entries\n"
@@ -42,9 +48,49 @@ int usage(const char *why = nullptr) {
   return why ? 2 : 0;
 }
 
-std::string readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+/// An entry's bytes, leaving its access time as it was: `list` and `stats` read
+/// every entry, and a read that set each one's access time to "now" (ext4's
+/// relatime does) would erase the LRU order that `trim` and ts::jit's eviction
+/// go by (DiskCache.cpp: listCacheEntries, evictCacheEntries). Opened with
+/// O_NOATIME where permitted (the file's owner, or CAP_FOWNER); otherwise
+/// (EPERM, or no O_NOATIME) the times are put back after the read (futimens),
+/// where we may set them: an entry another user owns keeps what the read made
+/// of its access time.
+std::string readEntry(const std::string &path) {
+  const int flags = O_RDONLY | O_CLOEXEC;
+#ifdef O_NOATIME
+  int fd = open(path.c_str(), flags | O_NOATIME);
+  const bool noatime = fd >= 0;
+  if (!noatime && errno == EPERM)
+    fd = open(path.c_str(), flags);
+#else
+  int fd = open(path.c_str(), flags);
+  const bool noatime = false;
+#endif
+  if (fd < 0)
+    return {};
+  struct stat before {};
+  const bool restore = !noatime && fstat(fd, &before) == 0;
+  std::string data;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    data.append(buf, static_cast<std::size_t>(n));
+  }
+  // Only after a read that moved it (relatime often leaves it alone): each
+  // futimens could also undo the access time a ts::jit hit set meanwhile.
+  struct stat after {};
+  if (restore && fstat(fd, &after) == 0 &&
+      (after.st_atim.tv_sec != before.st_atim.tv_sec || after.st_atim.tv_nsec != before.st_atim.tv_nsec)) {
+    const timespec times[2] = {before.st_atim, before.st_mtim};
+    futimens(fd, times);
+  }
+  close(fd);
+  return data;
 }
 
 std::string localTime(std::int64_t ns) {
@@ -74,17 +120,50 @@ std::string humanBytes(std::uint64_t b) {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
   rt::DiskCacheConfig config = rt::diskCacheConfig();
-  if (args.size() >= 2 && args[0] == "--dir") {
-    config.dir = args[1];
-    args.erase(args.begin(), args.begin() + 2);
+  // --dir anywhere (before or after the command), then the command and its
+  // operands; nothing is ignored: an option or operand this tool does not take
+  // is a usage error rather than a command run on another directory.
+  std::optional<std::string> dir;
+  std::vector<std::string> words;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h")
+      return usage();
+    std::optional<std::string> value;
+    if (a == "--dir") {
+      if (i + 1 >= argc)
+        return usage("--dir needs a directory");
+      value = argv[++i];
+    } else if (a.rfind("--dir=", 0) == 0) {
+      value = a.substr(6);
+    } else if (a.size() > 1 && a[0] == '-') {
+      return usage(("unknown option '" + a + "' (the only option is --dir DIR)").c_str());
+    } else {
+      words.push_back(a);
+      continue;
+    }
+    if (value->empty())
+      return usage("--dir needs a directory, not an empty string");
+    if (dir && *dir != *value)
+      return usage(("--dir given twice ('" + *dir + "' and '" + *value + "')").c_str());
+    dir = value;
   }
-  if (args.empty())
+  if (dir)
+    config.dir = *dir;
+  if (words.empty())
     return usage("no command");
-  const std::string &cmd = args[0];
-  if (cmd == "--help" || cmd == "-h" || cmd == "help")
+  const std::string &cmd = words[0];
+  if (cmd == "help")
     return usage();
+  if (cmd != "path" && cmd != "list" && cmd != "stats" && cmd != "trim" && cmd != "clear")
+    return usage(("unknown command '" + cmd + "'").c_str());
+  // trim takes one optional SIZE; the others take nothing.
+  const std::size_t operands = cmd == "trim" ? 1 : 0;
+  if (words.size() > 1 + operands)
+    return usage((cmd + (operands ? " takes at most one SIZE" : " takes no argument") + " (got '" +
+                  words[1 + operands] + "')")
+                     .c_str());
   if (config.dir.empty()) {
     std::fprintf(stderr, "tessel-cache: no cache directory (set TESSEL_CACHE_DIR, XDG_CACHE_HOME or HOME)\n");
     return 1;
@@ -105,7 +184,7 @@ int main(int argc, char **argv) {
     for (const rt::CacheEntryFile &e : entries) {
       total += e.bytes;
       std::string why;
-      std::optional<rt::DecodedEntry> d = rt::decodeCacheEntry(readFile(e.path), "", &why);
+      std::optional<rt::DecodedEntry> d = rt::decodeCacheEntry(readEntry(e.path), "", &why);
       invalid += !d;
       if (cmd != "list")
         continue;
@@ -131,10 +210,10 @@ int main(int argc, char **argv) {
   }
   if (cmd == "trim") {
     std::uint64_t cap = config.maxBytes;
-    if (args.size() >= 2) {
-      std::optional<std::uint64_t> bytes = rt::parseByteSize(args[1]);
+    if (words.size() >= 2) {
+      std::optional<std::uint64_t> bytes = rt::parseByteSize(words[1]);
       if (!bytes)
-        return usage(("'" + args[1] + "' is not a size").c_str());
+        return usage(("trim: '" + words[1] + "' is not a size (bytes, or with K, M, G or T)").c_str());
       cap = *bytes;
     }
     std::size_t removed = rt::evictCacheEntries(config.dir, cap);
@@ -146,5 +225,5 @@ int main(int argc, char **argv) {
     std::printf("removed %zu entries from %s\n", removed, config.dir.c_str());
     return 0;
   }
-  return usage(("unknown command '" + cmd + "'").c_str());
+  return usage(("unknown command '" + cmd + "'").c_str());  // not reached: checked above
 }

@@ -6,7 +6,7 @@
 //
 //   tessel-compile kernel.mlir --dump-dir out [--schedule tma] [--stages 4] [--cluster 2x1]
 //                  [--swizzle auto|none|32|64|128] [--raster-group G]
-//                  [--decomposition auto|data-parallel|stream-k] [--no-fp-contract]
+//                  [--decomposition auto|data-parallel|stream-k] [--no-fp-contract] [--debug]
 //
 // --schedule auto (the default) picks what ts::jit picks for schedule::automatic (and says what
 // on stderr), not the select-schedule pass's own `auto` (the tma schedule's rules).
@@ -52,6 +52,11 @@ static cl::opt<bool> noFpContract(
     "no-fp-contract",
     cl::desc("round every f32 multiply and add on its own (options::fp_contract = false)"),
     cl::init(false), cl::cat(category));
+static cl::opt<bool> debugOpt(
+    "debug",
+    cl::desc("bounded barrier waits that report and trap (options::debug; TESSEL_DEBUG=1 does the same): "
+             "what a `.debug` dump was compiled with"),
+    cl::init(false), cl::cat(category));
 static cl::opt<std::string> swizzleOpt(
     "swizzle", cl::desc("shared-memory swizzle of the GEMM operands: auto | none | 32 | 64 | 128"),
     cl::init("auto"), cl::cat(category));
@@ -71,6 +76,20 @@ int main(int argc, char **argv) {
   auto module = mlir::parseSourceFile<mlir::ModuleOp>(input, sm, &ctx);
   if (!module)
     return 1;
+  // The whole pipeline starts from the traced program (a dump's 01-tessel.mlir). A later stage
+  // already carries a plan (#tessel.schedule, hopper ops): compiling it again with other options
+  // would mix two plans into one kernel, so it is refused; tessel-opt replays later stages.
+  bool planned = false;
+  module->walk([&](mlir::Operation *op) {
+    planned |= op->hasAttr("tessel.schedule") || op->getDialect() == ctx.getLoadedDialect("hopper");
+  });
+  if (planned) {
+    std::cerr << "tessel-compile: " << input
+              << " is already scheduled (it carries #tessel.schedule or hopper ops: a dump's stage 02 or "
+                 "later); compile the dump's 01-tessel.mlir, or replay later stages with tessel-opt "
+                 "(README: Dumping and replaying the IR)\n";
+    return 2;
+  }
   tessel::options o;
   static const std::pair<const char *, tessel::schedule> names[] = {
       {"auto", tessel::schedule::automatic},         {"tma", tessel::schedule::tma},
@@ -87,6 +106,7 @@ int main(int argc, char **argv) {
   o.stages = stagesOpt;
   o.raster_group = rasterOpt;
   o.fp_contract = !noFpContract;
+  o.debug = debugOpt;
   if (decompositionOpt == "auto")
     o.decomposition = tessel::decomposition::automatic;
   else if (decompositionOpt == "data-parallel")
@@ -115,7 +135,7 @@ int main(int argc, char **argv) {
     std::istringstream in(clusterOpt);
     if (!(in >> cx >> x >> cy) || x != 'x' || !in.eof()) {
       std::cerr << "tessel-compile: --cluster '" << clusterOpt << "' is not of the form MxN\n";
-      return 1;
+      return 2;
     }
     o.cluster = {static_cast<int>(cx), static_cast<int>(cy)};
   }

@@ -81,9 +81,11 @@ std::string diskKey(const std::string &program, const tessel::options &o,
 /// named a folder for this kernel), else a subfolder of TESSEL_DUMP_DIR per
 /// kernel and options, so that the kernels of one process do not overwrite
 /// each other's files: <kernel>.<schedule>[.s<stages>][.c<X>x<Y>][.sw<bytes>]
-/// [.r<raster>][.<decomposition>][.debug][.nocontract], e.g. examples_gemm_128_256_64.cooperative.c2x1.
+/// [.r<raster>][.<decomposition>][.debug][.nocontract][.p<hash>], e.g.
+/// examples_gemm_128_256_64.cooperative.c2x1 (.p<hash>: a second program of the same name, below).
 /// "" when nothing is dumped.
-std::string dumpDirFor(mlir::ModuleOp module, const tessel::options &o, const tessel::runtime::Knobs &knobs) {
+std::string dumpDirFor(mlir::ModuleOp module, const tessel::options &o, const tessel::runtime::Knobs &knobs,
+                       const std::string &program) {
   if (!o.dump_dir.empty())
     return o.dump_dir;
   if (knobs.dumpDir.empty())
@@ -98,7 +100,7 @@ std::string dumpDirFor(mlir::ModuleOp module, const tessel::options &o, const te
   if (o.cluster[0] != 1 || o.cluster[1] != 1)
     dir += ".c" + std::to_string(o.cluster[0]) + "x" + std::to_string(o.cluster[1]);
   if (o.swizzle)
-    dir += ".sw" + std::to_string(o.swizzle);
+    dir += o.swizzle == tessel::swizzle_none ? std::string(".swnone") : ".sw" + std::to_string(o.swizzle);
   if (o.raster_group)
     dir += ".r" + std::to_string(o.raster_group);
   if (o.decomposition != tessel::decomposition::automatic)
@@ -107,6 +109,18 @@ std::string dumpDirFor(mlir::ModuleOp module, const tessel::options &o, const te
     dir += ".debug";
   if (!o.fp_contract)
     dir += ".nocontract";
+  // Two programs of one name (a functor type whose data members differ: `scale{2}`, `scale{3}`)
+  // would overwrite each other's stages: the second program a folder takes in this process gets
+  // its program's hash as a suffix (`.p<8 hex digits>`); the first keeps the plain name.
+  static std::mutex mutex;
+  static std::map<std::string, std::string> programOf;  // folder -> the program it holds
+  const std::string hash = tessel::runtime::hash128Hex(program).substr(0, 8);
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [it, inserted] = programOf.emplace(dir, hash);
+  if (!inserted && it->second != hash) {
+    dir += ".p" + hash;
+    programOf.emplace(dir, hash);
+  }
   return dir;
 }
 
@@ -243,14 +257,13 @@ std::shared_ptr<kernel_impl> finish_and_compile(const options &o) {
   registerAllDialects(registry);
   traced->context->appendDialectRegistry(registry);
   runtime::Knobs knobs = runtime::knobs();
-  std::string dumpDir = dumpDirFor(*traced->module, o, knobs);
-  bool verbose = o.verbose || knobs.verbose;
-
   std::string program;
   {
     llvm::raw_string_ostream os(program);
     traced->module->print(os, mlir::OpPrintingFlags().enableDebugInfo(false));
   }
+  std::string dumpDir = dumpDirFor(*traced->module, o, knobs, program);
+  bool verbose = o.verbose || knobs.verbose;
   std::string key = cacheKey(program, o, dumpDir, verbose);
   std::shared_ptr<kernel_impl> k;
   if (!knobs.disableCache) {

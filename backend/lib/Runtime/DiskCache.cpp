@@ -254,6 +254,12 @@ std::string cacheEntryPath(const std::string& dir, std::string_view key) {
   return dir + "/" + hash128Hex(key) + kEntrySuffix;
 }
 
+std::string cacheEntryPathFor(const std::string& dir, std::string_view fullKey, std::string_view tracedText) {
+  char source[32];
+  std::snprintf(source, sizeof source, "\nsource-hash=%016llx", static_cast<unsigned long long>(xxh64(tracedText)));
+  return cacheEntryPath(dir, std::string(fullKey) + source);
+}
+
 //===----------------------------------------------------------------------===//
 // Encoding
 //===----------------------------------------------------------------------===//
@@ -596,6 +602,7 @@ std::int64_t nowNs() {
 }
 
 std::atomic<bool> warnedCorrupt{false};
+std::atomic<bool> warnedTooSmall{false};  ///< a cap below one entry, said once per process
 std::mutex warnedDirsMutex;
 std::set<std::string> warnedDirs;  ///< directories found unwritable (no more writes there)
 
@@ -623,6 +630,7 @@ void warnUnwritable(const std::string& dir, const std::string& what) {
 
 void resetDiskCacheWarningsForTesting() {
   warnedCorrupt = false;
+  warnedTooSmall = false;
   std::lock_guard<std::mutex> lock(warnedDirsMutex);
   warnedDirs.clear();
 }
@@ -776,7 +784,7 @@ CompiledKernel compileWithDiskCache(const std::string& key, std::string_view tra
 
   const auto start = std::chrono::steady_clock::now();
   const std::string fullKey = cacheToolchainIdentity(config.dir) + key;
-  const std::string path = cacheEntryPath(config.dir, fullKey);
+  const std::string path = cacheEntryPathFor(config.dir, fullKey, tracedText);
   const std::uint64_t sourceHash = xxh64(tracedText);
   std::string data;
   if (readWholeFile(path, data)) {
@@ -799,8 +807,9 @@ CompiledKernel compileWithDiskCache(const std::string& key, std::string_view tra
           "disk cache hit", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
       return std::move(entry->kernel);
     }
-    // A source that moved (same program, other locations) is replaced
-    // silently; anything else is worth one line per process.
+    // A damaged entry is worth one line per process. (Another source of the
+    // same program has its own file: a source hash that differs here is a
+    // collision of the file names' 128-bit hashes, replaced silently.)
     if (!entry && !warnedCorrupt.exchange(true))
       std::fprintf(stderr, "tessel: warning: ignoring the kernel cache entry %s (%s); recompiling and replacing it\n",
                    path.c_str(), why.c_str());
@@ -825,6 +834,13 @@ CompiledKernel compileWithDiskCache(const std::string& key, std::string_view tra
     return k;
   }
   evictCacheEntries(config.dir, config.maxBytes);
+  // A cap below one entry evicts what was just written: the cache then never hits. Said once.
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0 && errno == ENOENT && !warnedTooSmall.exchange(true))
+    std::fprintf(stderr,
+                 "tessel: warning: TESSEL_CACHE_MAX_BYTES (%llu bytes) is smaller than the entry of kernel '%s'; the "
+                 "on-disk cache keeps nothing (raise it, or set TESSEL_DISABLE_CACHE=1)\n",
+                 static_cast<unsigned long long>(config.maxBytes), k.name.c_str());
   stored();
   return k;
 }

@@ -905,15 +905,15 @@ std::string stage_text(const kernel_impl& kernel, const std::string& stage) {
       {"convert-to-llvm", "11-convert-to-llvm.mlir"},
       {"ll", "12-kernel.ll"},
       {"opt.ll", "13-kernel.opt.ll"}};
-  if (stage == "ptx")
+  if (stage == "ptx" || stage == k.name + ".ptx")  // (the dump's <name>.ptx and <name>.cubin too)
     return k.ptx;
   if (stage == "ptxas.log")
     return k.ptxasLog;
-  if (stage == "cubin" || stage == "sass") {
+  if (stage == "cubin" || stage == "sass" || stage == k.name + ".cubin") {
     if (k.cubin.empty())
       throw tessel::error("tessel: kernel '" + k.name + "' has no cubin (ptxas was not found when it was compiled), so "
                           "no stage '" + stage + "'");
-    return stage == "cubin" ? k.cubin : disassembleCubin(k.cubin, k.name);
+    return stage == "sass" ? disassembleCubin(k.cubin, k.name) : k.cubin;
   }
   std::string file = stage;
   for (const auto& [name, f] : names)

@@ -357,9 +357,38 @@ private:
   bool begun_ = false, finished_ = false, gateNoted_ = false;
 };
 
-/// Decides for `bucket` (tuner_launch holds the mutex). Returns the choice; `*launched` is set
-/// when the decision already launched the winner (a tune's final launch).
-const tuner_impl::Choice& decide(tuner_impl& t, CUstream stream, std::span<const kernel_arg> args,
+/// `args` against the program's signature and size contracts, with candidate `i` (compiled;
+/// every candidate compiles the same program, so any speaks for all; the messages are
+/// kernel::launch's), before its grid function reads them or a tune saves the outputs over spans
+/// taken from them. True when the launch has nothing to write (an empty output: docs/errors.md).
+bool checkArgsWith(tuner_impl& t, std::size_t i, std::span<const kernel_arg> args) {
+  const CompiledKernel& ck = t.kernel(i)->compiled();
+  validateCommonArgs(ck, args, grid{1, 1, 1});  // (the count and each argument, before grid_of)
+  const grid g = t.candidates[i].grid_of(args);
+  validateCommonArgs(ck, args, g);
+  return nothingToDo(ck, args, g);
+}
+
+/// checkArgsWith the first candidate that compiles (none: decide's own errors follow).
+bool checkArgsWithTheFirst(tuner_impl& t, std::span<const kernel_arg> args) {
+  for (std::size_t i = 0; i < t.candidates.size(); ++i) {
+    try {
+      t.kernel(i);
+    } catch (const tessel::error&) {
+      continue;
+    }
+    return checkArgsWith(t, i, args);
+  }
+  return false;
+}
+
+/// Decides for `bucket` (tuner_launch holds the mutex). Returns the choice, or null when the
+/// launch has nothing to write (then nothing is decided); `*launched` is set when the decision
+/// already launched the winner (a tune's final launch). The arguments are checked (checkArgsWith)
+/// with the first candidate decide compiles anyway: the first that compiles when tuning is off
+/// or there is no GPU, the saved winner, or, before a tune, the first of the candidates it
+/// compiles; so a saved choice still compiles its winner only.
+const tuner_impl::Choice* decide(tuner_impl& t, CUstream stream, std::span<const kernel_arg> args,
                                  const std::string& bucket, bool* launched) {
   *launched = false;
   const std::size_t n = t.candidates.size();
@@ -371,7 +400,7 @@ const tuner_impl::Choice& decide(tuner_impl& t, CUstream stream, std::span<const
     r.label = s.label;
     c.decision.candidates.push_back(r);
   }
-  auto keep = [&](std::size_t winner) -> const tuner_impl::Choice& {
+  auto keep = [&](std::size_t winner) -> const tuner_impl::Choice* {
     c.decision.winner = winner;
     c.decision.label = t.candidates[winner].label;
     c.kernel = t.compiled[winner].kernel;
@@ -379,7 +408,7 @@ const tuner_impl::Choice& decide(tuner_impl& t, CUstream stream, std::span<const
       std::fprintf(stderr, "tessel autotune: %s [%s]: '%s' (%s%s%s)\n", t.name.c_str(), bucket.c_str(),
                    c.decision.label.c_str(), to_string(c.decision.source), c.decision.entry.empty() ? "" : ", ",
                    c.decision.entry.c_str());
-    return t.choices[bucket] = std::move(c);
+    return &(t.choices[bucket] = std::move(c));
   };
 
   const AutotuneMode mode = autotuneMode();
@@ -390,18 +419,22 @@ const tuner_impl::Choice& decide(tuner_impl& t, CUstream stream, std::span<const
     for (std::size_t i = 0; i < n; ++i) {
       try {
         t.kernel(i);
-        return keep(i);
       } catch (const tessel::error& e) {
         errors += (errors.empty() ? "" : "; ") + ("'" + t.candidates[i].label + "': " + firstLine(e.what()));
+        continue;
       }
+      return checkArgsWith(t, i, args) ? nullptr : keep(i);
     }
     throw tessel::error("tessel: autotune '" + t.name + "': no candidate compiled (TESSEL_AUTOTUNE=0 launches the "
                         "first that does: " + errors + ")");
   }
 
   std::string why;
-  if (!cudaDriver(&why))
+  if (!cudaDriver(&why)) {
+    if (checkArgsWithTheFirst(t, args))
+      return nullptr;  // nothing to write: no GPU needed (docs/errors.md)
     throw tessel::error("tessel: autotune '" + t.name + "': no GPU: " + why);
+  }
   ensureContext(stream, "autotune '" + t.name + "'");
   const DeviceInfo dev = currentDeviceInfo("autotune '" + t.name + "'");
   const std::string device = deviceKey(dev.name, dev.ccMajor, dev.ccMinor, dev.smCount);
@@ -431,22 +464,29 @@ const tuner_impl::Choice& decide(tuner_impl& t, CUstream stream, std::span<const
       if (std::optional<TuneRecord> saved = loadTuneEntry(cache.dir, key, labels)) {
         try {
           t.kernel(saved->winner);
-          c.decision.source = tune_source::cached;
-          c.decision.reference = saved->reference;
-          c.decision.candidates = saved->candidates;
-          c.decision.entry = tuneEntryPath(cache.dir, key);
-          return keep(saved->winner);
         } catch (const tessel::error& e) {
           std::fprintf(stderr,
                        "tessel: warning: autotune '%s': the saved winner '%s' does not compile here (%s); tuning "
                        "again\n",
                        t.name.c_str(), labels[saved->winner].c_str(), firstLine(e.what()).c_str());
+          saved.reset();
+        }
+        if (saved) {
+          if (checkArgsWith(t, saved->winner, args))
+            return nullptr;
+          c.decision.source = tune_source::cached;
+          c.decision.reference = saved->reference;
+          c.decision.candidates = saved->candidates;
+          c.decision.entry = tuneEntryPath(cache.dir, key);
+          return keep(saved->winner);
         }
       }
     }
   }
 
-  // Tune.
+  // Tune (it compiles every candidate: checking the arguments with the first costs nothing more).
+  if (checkArgsWithTheFirst(t, args))
+    return nullptr;
   const CudaDriver& d = *cudaDriver();
   {
     auto capturing = need(d.cuStreamIsCapturing, "cuStreamIsCapturing", t.name);
@@ -534,7 +574,9 @@ void tuner_launch(tuner_impl& t, void* stream, std::span<const kernel_arg> args)
     const tuner_impl::Choice* choice = it == t.choices.end() ? nullptr : &it->second;
     if (!choice) {
       bool launched = false;
-      choice = &decide(t, static_cast<CUstream>(stream), args, bucket, &launched);
+      choice = decide(t, static_cast<CUstream>(stream), args, bucket, &launched);
+      if (!choice)
+        return;  // nothing to write (an empty output): nothing decided
       t.last = choice;
       if (launched)
         return;  // the tune's final launch was the winner's launch for these arguments

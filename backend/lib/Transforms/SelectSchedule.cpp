@@ -267,6 +267,26 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
              << m.tileN;
     if (m.tileN % 8 != 0 || m.tileN > 256 || m.tileN < 8)
       return m.dot.emitError() << "BN must be a multiple of 8 in [8, 256], got " << m.tileN;
+    // 3b. A CTA of 512 threads (tma with four consumer warpgroups, warp_specialized or
+    //     cooperative with three and the producer) leaves ptxas 128 registers per thread: a
+    //     consumer's accumulators must leave room for the rest, at most 96 per thread (BN <= 192,
+    //     a dual GEMM's BN <= 96). Measured with ptxas 13.0: 128 accumulator registers there
+    //     (192x256, 256x256, a dual 192x128) fail with C7602 "Insufficient registers"; 96 (192x192,
+    //     256x192) compile without spills. Pingpong (384 threads) and 256-row cooperative (two
+    //     consumers of 128 rows, 384 threads) have their own limits above and below.
+    if (kind == ScheduleKind::tma || kind == ScheduleKind::warp_specialized ||
+        (kind == ScheduleKind::cooperative && m.tileM < 256)) {
+      const int64_t consumers = m.tileM / 64, threads = 128 * (consumers + (kind == ScheduleKind::tma ? 0 : 1));
+      const int64_t accRegisters = m.accumulatorN() / 2;
+      if (threads >= 512 && accRegisters > 96)
+        return (m.numDots() > 1 ? m.dots[1] : m.dot).emitError()
+               << "schedule '" << stringifyScheduleKind(kind) << "' with BM = " << m.tileM << " runs " << consumers
+               << " consumer warpgroups" << (kind == ScheduleKind::tma ? "" : " and a producer")
+               << ": 512 threads, which leave ptxas 128 registers per thread; "
+               << (m.numDots() > 1 ? "the two accumulators of BN = " : "BN = ") << m.tileN
+               << (m.numDots() > 1 ? " take " : " takes ") << accRegisters << " of them: at most 96 (BN <= " << (m.numDots() > 1 ? 96 : 192)
+               << "), or BM <= " << (kind == ScheduleKind::tma ? 192 : 128);
+    }
 
     // Rule 4, with the kernel's shared-memory map (SharedMemory.h; the
     // warp-specialized schedules keep two 8 KiB staging chunks per consumer

@@ -17,6 +17,9 @@
 // RUN: not tessel-opt %inputs/gemm_256x192.mlir -tessel-select-schedule="schedule=cooperative stages=4" 2>&1 | FileCheck %s --check-prefix=COOP256S4
 // RUN: not tessel-opt %inputs/gemm_256x192.mlir -tessel-select-schedule="schedule=warp_specialized" 2>&1 | FileCheck %s --check-prefix=WS256
 // RUN: sed 's/192/256/g' %inputs/gemm_256x192.mlir | not tessel-opt -tessel-select-schedule="schedule=cooperative" 2>&1 | FileCheck %s --check-prefix=COOP256N
+// RUN: sed 's/tensor<128x/tensor<192x/g' %inputs/gemm_128x256.mlir | not tessel-opt -tessel-select-schedule="schedule=warp_specialized" 2>&1 | FileCheck %s --check-prefix=WS512
+// RUN: sed 's/tensor<128x/tensor<256x/g' %inputs/gemm_128x256.mlir | not tessel-opt -tessel-select-schedule="schedule=tma" 2>&1 | FileCheck %s --check-prefix=TMA512
+// RUN: sed 's/tensor<128x/tensor<192x/g' %inputs/gemm_128x192.mlir | tessel-opt -tessel-select-schedule="schedule=warp_specialized" | FileCheck %s --check-prefix=WS512OK
 
 // Cooperative with a 1x1 cluster takes stream-K by default (the kernel decides
 // per launch whether it pays).
@@ -45,6 +48,11 @@
 // WS256: schedule 'warp_specialized' needs BM <= 192 (one consumer warpgroup per 64 rows), got 256
 // The same kernel with a 256x256 tile (line 17):
 // COOP256N: schedule 'cooperative' with BM = 256 keeps 128 rows per consumer warpgroup, BN f32 registers per thread: BN must be at most 192, got 256
+// Rule 3b: 512 threads (three consumers and the producer; tma's four consumers) leave ptxas 128
+// registers per thread, too few beside 128 accumulators (ptxas C7602); 96 fit.
+// WS512: schedule 'warp_specialized' with BM = 192 runs 3 consumer warpgroups and a producer: 512 threads, which leave ptxas 128 registers per thread; BN = 256 takes 128 of them: at most 96 (BN <= 192), or BM <= 128
+// TMA512: schedule 'tma' with BM = 256 runs 4 consumer warpgroups: 512 threads, which leave ptxas 128 registers per thread; BN = 256 takes 128 of them: at most 96 (BN <= 192), or BM <= 192
+// WS512OK: #tessel.schedule<kind = warp_specialized, tile = [192, 192, 64]
 // PINGPONG: schedule 'pingpong' keeps a whole tile per consumer warpgroup, (BM / 64) x BN / 2 f32 registers per thread: at most 192 (128 x 192, 192 x 128, 64 x 256), got 128 x 256
 
 // CHECK-LABEL: func.func @gemm

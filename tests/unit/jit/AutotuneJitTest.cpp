@@ -137,6 +137,25 @@ TEST(AutotuneJit, WithoutAGpuTheFirstLaunchSaysWhyItCannotTune) {
   EXPECT_EQ(t.last_decision().source, ts::tune_source::none);
 }
 
+TEST(AutotuneJit, TheFirstLaunchChecksItsArgumentsBeforeDeciding) {
+  // As kernel::launch does, and before a candidate's grid function reads the arguments or a tune
+  // copies the outputs: a wrong count, dtype or size is the argument's error (not "no GPU"), and
+  // an empty output needs nothing, no GPU either, and decides nothing.
+  tessel_test::scoped_env on{"TESSEL_AUTOTUNE", nullptr};
+  tessel_test::scoped_env fresh{"TESSEL_DISABLE_CACHE", "1"};
+  ts::autotuner t = ts::autotune("checked", {pingpong128(), cooperative256()});
+  const ts::tensor_arg a = ts::view<ts::bf16>(fake(0x100000), {256, 512});
+  const ts::tensor_arg b = ts::view<ts::bf16>(fake(0x200000), {256, 512});
+  EXPECT_THAT([&] { t.launch(nullptr, a, b); },
+              ThrowsMessage<ts::error>("tessel: kernel 'examples_gemm_128_128_64': expected 3 arguments, got 2"));
+  EXPECT_THAT([&] { t.launch(nullptr, a, b, ts::view<ts::f32>(fake(0x300000), {256, 256})); },
+              ThrowsMessage<ts::error>(::testing::StrEq("tessel: kernel 'examples_gemm_128_128_64' argument 2: expected dtype bf16, got f32")));
+  EXPECT_THAT([&] { t.launch(nullptr, a, ts::view<ts::bf16>(fake(0x200000), {256, 500}), ts::view<ts::bf16>(fake(0x300000), {256, 256})); },
+              ThrowsMessage<ts::error>(HasSubstr("must be equal")));
+  EXPECT_NO_THROW(launchGemm(t, 0, 256, 512));  // M = 0: nothing to write
+  EXPECT_EQ(t.last_decision().source, ts::tune_source::none);
+}
+
 TEST(AutotuneJit, AutotuneOffCompilesOnlyTheFirstCandidateThatCompiles) {
   if (ts::gpu_available())
     GTEST_SKIP() << "the launch would reach the GPU with fake addresses";

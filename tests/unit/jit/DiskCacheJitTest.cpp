@@ -138,6 +138,20 @@ TEST_F(DiskCacheJit, HitInANewProcessDoesNotCompile) {
               jitMs(cold), warmTimes(*this, "add").c_str());
 }
 
+// The same program jitted from two call sites (an example and tessel-bench, say) keeps an entry
+// for each: before, each replaced the other's, and alternating processes always compiled cold.
+TEST_F(DiskCacheJit, TwoCallSitesOfOneProgramBothHit) {
+  EXPECT_TRUE(compiled(run("add")));
+  EXPECT_TRUE(compiled(run("add-elsewhere")));
+  EXPECT_EQ(validEntries(), 2u);
+  for (const char* program : {"add", "add-elsewhere", "add"}) {
+    const std::string warm = run(program);
+    EXPECT_TRUE(fromDisk(warm)) << program << "\n" << warm;
+    EXPECT_FALSE(compiled(warm)) << program << "\n" << warm;
+  }
+  EXPECT_EQ(validEntries(), 2u);
+}
+
 // Every dtype an argument can have is read back: the decoder once rejected the dtypes after
 // `index` (f8e4m3, f8e5m2) as malformed, so every fp8 kernel was recompiled, with a warning, in
 // every new process.

@@ -112,6 +112,15 @@ TEST_F(DualJit, SchedulesThatCannotHoldTwoAccumulators) {
   EXPECT_THAT(jit_error(tessel_test::swiglu<256, 64>{}, {.schedule = ts::schedule::cooperative}),
               HasSubstr("error: schedule 'cooperative' with BM = 256 cannot hold a dual GEMM (two row blocks of "
                         "two accumulators per consumer warpgroup): use BM <= 192"));
+  // Rule 3b: three consumers and the producer (512 threads) leave ptxas 128 registers per thread,
+  // too few beside BN = 128's two accumulators (ptxas failed with C7602 before the rule).
+  for (ts::schedule s : {ts::schedule::warp_specialized, ts::schedule::cooperative})
+    EXPECT_THAT(jit_error(tessel_test::swiglu<192, 128>{}, {.schedule = s}),
+                HasSubstr(std::string("error: schedule '") + ts::to_string(s) +
+                          "' with BM = 192 runs 3 consumer warpgroups and a producer: 512 threads, which leave ptxas "
+                          "128 registers per thread; the two accumulators of BN = 128 take 128 of them: at most 96 "
+                          "(BN <= 96), or BM <= 128"));
+  EXPECT_EQ(jit_error(tessel_test::swiglu<192, 64>{}, {.schedule = ts::schedule::warp_specialized}), "");
 }
 
 /// Three dots on one A.

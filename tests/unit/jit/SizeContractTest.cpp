@@ -19,6 +19,7 @@
 
 #include "02_gemm/gemm.hpp"
 #include "03_gemm_bias_relu/gemm_bias_relu.hpp"
+#include "file_text.hpp"
 #include "jit_error.hpp"
 #include "scoped_env.hpp"
 
@@ -214,6 +215,42 @@ TEST(DumpDir, OneSubfolderPerKernelAndOptions) {
     EXPECT_TRUE(fs::exists(dir / f / "02-select-schedule.mlir")) << f;
     EXPECT_TRUE(fs::exists(dir / f / "14-kernel.ptx")) << f;
   }
+  fs::remove_all(dir);
+}
+
+/// One functor type, two programs: the factor is a data member, baked into each.
+struct scaled_copy {
+  float factor;
+  void operator()(ts::tensor<ts::f32, 1> X, ts::tensor<ts::f32, 1> Y) const {
+    auto o = ts::program_id(0) * ts::c<64>;
+    Y.store({o}, X.load({o}, ts::c<64>) * factor);
+  }
+};
+
+TEST(DumpDir, TwoProgramsOfOneNameDoNotShareAFolder) {
+  // Before, scaled_copy{3} and scaled_copy{5} both dumped into <name>.auto/: the second
+  // overwrote the first's stages. Now the second program takes <name>.auto.p<hash>; the same
+  // program again takes its folder again, and a swizzle_none folder says so (.swnone, not .sw-1).
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("tessel-dump-programs-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  tessel_test::scoped_env fresh{"TESSEL_DISABLE_CACHE", "1"};
+  tessel_test::scoped_env dump{"TESSEL_DUMP_DIR", dir.string()};
+  const ts::kernel three = ts::jit(scaled_copy{3.0f});
+  ts::jit(scaled_copy{5.0f});
+  ts::jit(scaled_copy{3.0f});
+  ts::jit(examples::gemm<128, 128, 64>{}, {.schedule = ts::schedule::tma, .swizzle = ts::swizzle_none});
+  std::vector<std::string> folders;
+  for (const auto& e : fs::directory_iterator(dir)) folders.push_back(e.path().filename().string());
+  const std::string plain = three.name() + ".auto";
+  EXPECT_THAT(folders, ::testing::UnorderedElementsAre(plain, ::testing::MatchesRegex(plain + "\\.p[0-9a-f]{8}"),
+                                                       "examples_gemm_128_128_64.tma.swnone"));
+  for (const std::string& f : folders)
+    if (f.rfind(plain, 0) == 0) {
+      const std::string ptx = tessel_test::file_text(dir / f / "14-kernel.ptx");
+      // 3.0f is 0f40400000, 5.0f 0f40A00000 in PTX.
+      EXPECT_THAT(ptx, HasSubstr(f == plain ? "0f40400000" : "0f40A00000")) << f;
+    }
   fs::remove_all(dir);
 }
 

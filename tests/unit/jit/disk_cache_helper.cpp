@@ -1,7 +1,7 @@
 // disk_cache_helper - a separate process for DiskCacheJitTest: jits one kernel through libtessel
 // (the on-disk cache as the environment configures it) and says how long ts::jit took.
 //
-//   tessel_disk_cache_helper <add|scale|gemm|fp8> [--threads T] [--kernels N] [--misaligned-launch]
+//   tessel_disk_cache_helper <add|add-elsewhere|scale|gemm|fp8> [--threads T] [--kernels N] [--misaligned-launch]
 //                            [--debug] [--stages S] [--schedule tma|multistage|...] [--swizzle W]
 //                            [--raster R] [--cluster 2x1] [--decomposition dp|sk] [--dump DIR]
 //
@@ -91,6 +91,8 @@ int main(int argc, char** argv) {
     auto t0 = std::chrono::steady_clock::now();
     ts::kernel k;
     if (program == "add")
+      k = ts::jit(add{}, o);
+    else if (program == "add-elsewhere")  // the same program from another call site (other locations)
       k = ts::jit(add{}, o);
     else if (program == "scale")
       k = ts::jit(scale{3.0f + float(n)}, o);

@@ -316,14 +316,18 @@ TEST_F(DiskCache, VerboseHitSaysWhereFrom) {
   EXPECT_THAT(err, HasSubstr("tessel: 'k' variant 'cooperative-L0__' from the disk cache (" + dir.path + "/"));
 }
 
-TEST_F(DiskCache, MovedSourceIsRecompiledSilentlyAndReplaced) {
+TEST_F(DiskCache, EachSourceOfAProgramHasItsOwnEntry) {
+  // One program jitted from two call sites (other locations): each compiles once and then hits;
+  // before, each replaced the other's entry, and alternating processes always compiled cold.
   get("key", "k", "at line 10");
   auto [k, hit, err] = get("key", "k", "at line 11");
   EXPECT_FALSE(hit);
   EXPECT_EQ(err, "");
   EXPECT_EQ(compiles, 2);
-  EXPECT_EQ(entries().size(), 1u);
+  EXPECT_EQ(entries().size(), 2u);
+  EXPECT_TRUE(std::get<1>(get("key", "k", "at line 10")));
   EXPECT_TRUE(std::get<1>(get("key", "k", "at line 11")));
+  EXPECT_EQ(compiles, 2);
 }
 
 /// A damaged entry: a miss, one warning naming it, then replaced by a valid one.
@@ -400,7 +404,8 @@ TEST_F(DiskCache, LeastRecentlyUsedEntriesAreEvictedBeyondTheCap) {
   get("b", "b");
   get("c", "c");
   auto setAccess = [&](const std::string& key, long seconds) {
-    std::string path = runtime::cacheEntryPath(dir.path, runtime::cacheToolchainIdentity(dir.path) + key);
+    std::string path =
+        runtime::cacheEntryPathFor(dir.path, runtime::cacheToolchainIdentity(dir.path) + key, "traced text");
     timespec times[2] = {{seconds, 0}, {0, UTIME_OMIT}};
     ASSERT_EQ(utimensat(AT_FDCWD, path.c_str(), times, 0), 0) << path;
   };
@@ -417,10 +422,14 @@ TEST_F(DiskCache, LeastRecentlyUsedEntriesAreEvictedBeyondTheCap) {
   EXPECT_TRUE(std::get<1>(get("d", "d")));
   EXPECT_FALSE(std::get<1>(get("b", "b")));  // evicted: compiled again (and evicts the oldest)
   EXPECT_EQ(entries().size(), 3u);
-  // A cap below one entry keeps nothing, and jits still work.
+  // A cap below one entry keeps nothing, and jits still work; that is said once per process.
   ScopedEnv none("TESSEL_CACHE_MAX_BYTES", "1");
-  EXPECT_EQ(std::get<0>(get("e", "e")).name, "e");
+  auto [e, hitE, errE] = get("e", "e");
+  EXPECT_EQ(e.name, "e");
   EXPECT_THAT(entries(), IsEmpty());
+  EXPECT_EQ(errE, "tessel: warning: TESSEL_CACHE_MAX_BYTES (1 bytes) is smaller than the entry of kernel 'e'; the "
+                  "on-disk cache keeps nothing (raise it, or set TESSEL_DISABLE_CACHE=1)\n");
+  EXPECT_EQ(std::get<2>(get("f", "f")), "");
 }
 
 TEST_F(DiskCache, ThreadsShareTheCache) {

@@ -45,6 +45,7 @@ TEST(StageText, ExactlyTheDocumentedNames) {
   EXPECT_EQ(detail::stage_text(*k, "ll"), "llvm ir");
   EXPECT_EQ(detail::stage_text(*k, "opt.ll"), "optimized llvm ir");
   EXPECT_EQ(detail::stage_text(*k, "12-kernel.ll"), "llvm ir");  // a dump file's name
+  EXPECT_EQ(detail::stage_text(*k, "ptx"), detail::stage_text(*k, "gemm.ptx"));  // the dump's <name>.ptx too
 }
 
 TEST(StageText, UnknownStageListsTheDocumentedOnes) {

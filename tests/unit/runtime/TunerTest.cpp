@@ -28,6 +28,7 @@
 
 #include "FakeGpu.h"
 #include "TestSupport.h"
+#include "run_command.hpp"
 #include "tessel/Runtime/Autotune.h"
 #include "tessel/Runtime/DiskCache.h"
 
@@ -388,24 +389,12 @@ std::string helperPath() {
   return (fs::read_symlink("/proc/self/exe").parent_path() / "tessel_autotune_helper").string();
 }
 
-struct HelperRun {
-  int status = -1;
-  std::string output;
-};
+using HelperRun = tessel_test::command_result;
 
 HelperRun runHelper(const std::string& cacheDir, const std::string& env = "") {
   const std::string cmd = "env -u TESSEL_DISABLE_CACHE -u TESSEL_AUTOTUNE -u TESSEL_VERBOSE TESSEL_CACHE_DIR='" +
                           cacheDir + "' " + env + " '" + helperPath() + "' 2>&1";
-  HelperRun r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe)
-    return r;
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0)
-    r.output.append(buf, n);
-  r.status = pclose(pipe);
-  return r;
+  return tessel_test::run_command(cmd);
 }
 
 TEST_F(Tuner, ASecondProcessReusesTheChoiceWithoutTiming) {

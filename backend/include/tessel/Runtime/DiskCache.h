@@ -30,9 +30,12 @@
 //
 // A hit also needs the traced program's text *with* locations to hash to the
 // entry's "source-hash": source positions appear in launch-time messages
-// (size contracts) and in the dumped 01-tessel.mlir, so a kernel whose source
-// moved is compiled once more (silently) and its entry replaced, rather than
-// quoting stale lines.
+// (size contracts) and in the dumped 01-tessel.mlir. The hash is part of the
+// entry's file name too, so the same program jitted from two call sites (an
+// example and tessel-bench, a library and its test) has an entry for each, and
+// both hit in later processes; before, each replaced the other's entry and every
+// run compiled cold. A kernel whose source moved (an edit above it) gets a new
+// entry; the stale one ages out of the LRU cap.
 //
 // Entries are written to a temporary file in the same directory and renamed
 // (writeFileAtomic): readers, in any process, see a whole entry or none. A hit
@@ -90,6 +93,10 @@ std::string cacheToolchainIdentity(const std::string& cacheDir);
 
 /// The entry file for a key: <dir>/<32 hex digits of its hash><kEntrySuffix>.
 std::string cacheEntryPath(const std::string& dir, std::string_view key);
+/// The entry file compileWithDiskCache uses for `fullKey` (the toolchain identity, then the key)
+/// and the traced program with locations `tracedText`: cacheEntryPath of both, so that one
+/// program jitted from two call sites has two entries, both hits (see the file comment).
+std::string cacheEntryPathFor(const std::string& dir, std::string_view fullKey, std::string_view tracedText);
 
 /// Encodes an entry (the file's whole contents).
 std::string encodeCacheEntry(std::string_view key, std::uint64_t sourceHash, const CompiledKernel& k);
@@ -121,7 +128,8 @@ DiskCacheConfig diskCacheConfig();
 std::optional<std::uint64_t> parseByteSize(std::string_view text);
 
 /// Returns the kernel for `key` (see the file comment): from the cache when a
-/// valid entry is there and its source hash is xxh64(`tracedText`), else
+/// valid entry is at cacheEntryPathFor(key, `tracedText`) and its source hash
+/// is xxh64(`tracedText`), else
 /// `compile()`'s result, which is then stored. `key` holds the options, the
 /// variant and the program without locations; the toolchain identity is
 /// added here. `*hit` says which. With `verbose` a hit is logged ("tessel:
