@@ -99,11 +99,14 @@ constexpr int64_t kMaxStages = 4;
 
 struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSchedule> {
   using Base::Base;
+  bool structureFailed = false;  ///< rule 0 failed (checkStructure)
 
   /// 0. What the kernel builder has no lowering for, reported here, at the
   ///    user's source line, as the user's error (no IR reproducer): a loop
-  ///    other than a GEMM's mainloop, and a reduction in a kernel without a
-  ///    dot (LowerToNVVM.cpp would reject both later, as tessel's failure).
+  ///    other than a GEMM's mainloop, a reduction in a kernel without a dot,
+  ///    and an epilogue that reads the accumulator both as is and transposed
+  ///    or reduces it transposed (LowerToNVVM.cpp and LowerEpilogue.cpp would
+  ///    reject them later, as tessel's failure).
   static LogicalResult checkStructure(func::FuncOp fn, const std::optional<GemmMatch> &m) {
     Operation *mainloop = m ? scf::ForOp(m->loop).getOperation() : nullptr;
     for (Operation &op : fn.getBody().front()) {
@@ -112,17 +115,37 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
                                  "around ts::dot)"
                               << (m ? "; this kernel has a second loop"
                                     : "; a kernel without a ts::dot (an elementwise kernel) has none");
-      if (auto store = dyn_cast<StoreOp>(op); store && store.getCombine() && !m)
+      auto store = dyn_cast<StoreOp>(op);
+      if (!store)
+        continue;
+      if (store.getCombine() && !m)
         return store.emitError("reductions (ts::sum / ts::max / ts::amax) are supported in GEMM "
                                "epilogues only, not in kernels without a ts::dot");
+      if (!m)
+        continue;
+      // The epilogue reads each thread's own fragment of the accumulator, as is or transposed
+      // (tessel-lower-epilogue's paths), never both, and reduces it only as is.
+      SmallVector<Value, 2> accs;
+      for (unsigned i : m->accIndices)
+        accs.push_back(scf::ForOp(m->loop).getResult(i));
+      AccumulatorView view = accumulatorView(store.getValue(), accs);
+      if (view == AccumulatorView::mixed)
+        return store.emitError() << kMixedAccumulatorView;
+      if (store.getCombine() && view == AccumulatorView::transposed)
+        return store.emitError() << "a reduction of the transposed accumulator (acc.T()) is not supported: "
+                                    "reduce acc along the other axis instead";
     }
     return success();
   }
 
   LogicalResult select(func::FuncOp fn) {
     auto match = matchGemm(fn);
-    if (failed(match) || failed(checkStructure(fn, *match)))
+    if (failed(match))
       return failure();
+    if (failed(checkStructure(fn, *match))) {
+      structureFailed = true;  // (about the program as written: no remark about a swapped tile)
+      return failure();
+    }
     if (!*match)
       return success(); // no dot: an elementwise kernel, no schedule needed
     GemmMatch &m = **match;
@@ -462,7 +485,8 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
   void runOnOperation() override {
     for (auto fn : getOperation().getOps<func::FuncOp>())
       if (fn->hasAttr(TesselDialect::getKernelAttrName()) && failed(select(fn))) {
-        noteSwappedTile(fn);
+        if (!structureFailed)
+          noteSwappedTile(fn);
         return signalPassFailure();
       }
   }

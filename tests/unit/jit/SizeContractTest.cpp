@@ -157,6 +157,32 @@ TEST(OptionErrors, TwoLinesAtTheUsersSourceWithoutIR) {
 
 using tessel_test::jit_error;
 
+/// Stores acc + acc.T(): each thread holds its own fragment, not the element across the diagonal.
+struct acc_plus_transpose {
+  void operator()(ts::tensor<ts::bf16, 2> A, ts::tensor<ts::bf16, 2> B, ts::tensor<ts::f32, 2> C) const {
+    auto m = ts::program_id(0) * ts::c<128>, n = ts::program_id(1) * ts::c<128>;
+    auto acc = ts::zeros<ts::f32>(ts::c<128>, ts::c<128>);
+    for (auto k : ts::range(0, A.size(1), ts::c<64>))
+      acc += ts::dot(A.load({m, k}, ts::c<128>, ts::c<64>), B.load({n, k}, ts::c<128>, ts::c<64>).T());
+    C.store({m, n}, acc + acc.T());
+  }
+};
+
+// The program's fault, found when it is scheduled: the user's line, no IR reproducer (it came as
+// "planning the kernel failed (tessel-lower-epilogue)" with a reproducer before).
+TEST(ProgramErrors, AnEpilogueReadingTheAccumulatorBothWaysIsTheUsersError) {
+  tessel_test::scoped_env fresh{"TESSEL_DISABLE_CACHE", "1"};
+  tessel_test::scoped_env quiet{"TESSEL_VERBOSE", std::nullopt};
+  const std::string what = jit_error(acc_plus_transpose{}, {.schedule = ts::schedule::pingpong});
+  EXPECT_THAT(what, ::testing::StartsWith("tessel: scheduling failed (kernel '"));
+  EXPECT_THAT(what, HasSubstr("SizeContractTest.cpp:"));
+  EXPECT_THAT(what, HasSubstr("error: this store reads the accumulator both as is and transposed (acc.T()): each "
+                              "thread holds its own fragment of the tile, not the element across the diagonal; "
+                              "store the two separately"));
+  EXPECT_THAT(what, Not(HasSubstr("reproducer")));
+  EXPECT_THAT(what, Not(HasSubstr("transpose of the program's"))) << "no remark about a swapped tile";
+}
+
 // Tile rules are reported at the user's dot (examples/02_gemm/gemm.hpp), with the numbers that
 // hold for the tile: what fits, not a default.
 TEST(TileErrors, AtTheUsersDotWithWhatFits) {
