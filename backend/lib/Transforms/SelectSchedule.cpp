@@ -282,7 +282,8 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
     if (kind == ScheduleKind::cooperative && m.tileM == 256 && m.numDots() > 1)
       return m.dots[1].emitError()
              << "schedule 'cooperative' with BM = 256 cannot hold a dual GEMM (two row blocks of "
-                "two accumulators per consumer warpgroup): use BM <= 192";
+                "two accumulators per consumer warpgroup): use BM <= 128, or BM <= 192 with BN <= 96 "
+                "(rule 3b)";
     if (kind == ScheduleKind::cooperative && m.tileM == 256 && accN > 192)
       return m.dot.emitError()
              << "schedule 'cooperative' with BM = 256 keeps 128 rows per consumer warpgroup, BN "

@@ -111,7 +111,8 @@ TEST_F(DualJit, SchedulesThatCannotHoldTwoAccumulators) {
                         "accumulators side by side): BN must be at most 128, got 256"));
   EXPECT_THAT(jit_error(tessel_test::swiglu<256, 64>{}, {.schedule = ts::schedule::cooperative}),
               HasSubstr("error: schedule 'cooperative' with BM = 256 cannot hold a dual GEMM (two row blocks of "
-                        "two accumulators per consumer warpgroup): use BM <= 192"));
+                        "two accumulators per consumer warpgroup): use BM <= 128, or BM <= 192 with BN <= 96 "
+                        "(rule 3b)"));
   // Rule 3b: three consumers and the producer (512 threads) leave ptxas 128 registers per thread,
   // too few beside BN = 128's two accumulators (ptxas failed with C7602 before the rule).
   for (ts::schedule s : {ts::schedule::warp_specialized, ts::schedule::cooperative})

@@ -160,6 +160,47 @@ TESSEL_REDUCTION_ARITHMETIC(-)
 TESSEL_REDUCTION_ARITHMETIC(*)
 TESSEL_REDUCTION_ARITHMETIC(/)
 #undef TESSEL_REDUCTION_ARITHMETIC
+// Math functions and max / min of a reduction's result: the same static_assert.
+#define TESSEL_REDUCTION_MATH(NAME)                                                             \
+  template <class R>                                                                          \
+    requires detail::is_reduction_v<std::remove_cvref_t<R>>                                   \
+  R NAME(const R& r, std::source_location = std::source_location::current()) {                \
+    static_assert(detail::dependent_false_v<R>,                                               \
+                  "reduction: the result of ts::sum / ts::max / ts::amax can only be stored "  \
+                  "with reduce_into; apply ts::" #NAME " to the tile before reducing, or to "  \
+                  "the vector in a later kernel");                                             \
+    return r;                                                                                 \
+  }
+TESSEL_REDUCTION_MATH(exp)
+TESSEL_REDUCTION_MATH(exp2)
+TESSEL_REDUCTION_MATH(log)
+TESSEL_REDUCTION_MATH(sqrt)
+TESSEL_REDUCTION_MATH(rsqrt)
+TESSEL_REDUCTION_MATH(tanh)
+TESSEL_REDUCTION_MATH(sigmoid)
+TESSEL_REDUCTION_MATH(silu)
+TESSEL_REDUCTION_MATH(gelu)
+TESSEL_REDUCTION_MATH(erf)
+TESSEL_REDUCTION_MATH(gelu_erf)
+TESSEL_REDUCTION_MATH(abs)
+TESSEL_REDUCTION_MATH(relu)
+#undef TESSEL_REDUCTION_MATH
+#define TESSEL_REDUCTION_BINARY_MATH(NAME)                                                      \
+  template <class A, class B>                                                                 \
+    requires detail::reduction_operand<A, B>                                                  \
+  auto NAME(const A& a, const B& b, std::source_location = std::source_location::current()) { \
+    static_assert(detail::dependent_false_v<A>,                                               \
+                  "reduction: the result of ts::sum / ts::max / ts::amax can only be stored "  \
+                  "with reduce_into; take ts::" #NAME " of the tile before reducing");         \
+    if constexpr (detail::is_reduction_v<std::remove_cvref_t<A>>)                             \
+      return a;                                                                               \
+    else                                                                                      \
+      return b;                                                                               \
+  }
+TESSEL_REDUCTION_BINARY_MATH(max)
+TESSEL_REDUCTION_BINARY_MATH(min)
+#undef TESSEL_REDUCTION_BINARY_MATH
+
 template <class R>
   requires detail::is_reduction_v<std::remove_cvref_t<R>>
 auto operator-(const R& r) {
