@@ -589,6 +589,26 @@ struct swiglu_weights {
     return ts::view<ts::bf16>(W13.as<char>() + N * K * 2, {G, N, K}, {2 * N * K, K, 1});
   }
   const char* group(std::int64_t g) const { return W13.as<char>() + g * 2 * N * K * 2; }  ///< [W1[g]; W3[g]]
+
+  /// cuBLASLt's bf16 GEMM of [W1[g]; W3[g]] (2N columns, no activation: the unfused path's GEMM)
+  /// for each group of rows[g] > 0 rows, group g's rows of A and of the output (2N per row) starting
+  /// at row first_row[g] of both.
+  struct per_group_gemms {
+    std::vector<std::unique_ptr<tb::lt_gemm>> gemms;
+    std::vector<std::int64_t> first_row;
+  };
+  per_group_gemms cublas_per_group(tb::lt_context& lt, const std::vector<std::int64_t>& rows,
+                                   std::vector<std::int64_t> first_row) const {
+    per_group_gemms p{std::vector<std::unique_ptr<tb::lt_gemm>>(rows.size()), std::move(first_row)};
+    for (std::size_t g = 0; g < rows.size(); ++g)
+      if (rows[g]) p.gemms[g] = std::make_unique<tb::lt_gemm>(lt, rows[g], 2 * N, K, tb::out_type::bf16);
+    return p;
+  }
+  void run(const per_group_gemms& p, const char* a, char* out, cudaStream_t s) const {
+    for (std::size_t g = 0; g < p.gemms.size(); ++g)
+      if (p.gemms[g])
+        p.gemms[g]->run(a + p.first_row[g] * K * 2, group(std::int64_t(g)), out + p.first_row[g] * 2 * N * 2, s);
+  }
 };
 
 /// Checks H's rows [first, first + rows) (bf16, dense, N per row) against the f32 reference
@@ -648,18 +668,14 @@ int run_masked_swiglu(const tb::cli& args, std::uint64_t seed, ts::schedule sche
     if (!ok) return 1;
   }
 
-  std::vector<std::unique_ptr<tb::lt_gemm>> per_group(G);
-  for (std::int64_t g = 0; g < G; ++g)
-    if (p.rows[g]) per_group[g] = std::make_unique<tb::lt_gemm>(lt, p.rows[g], 2 * N, K, tb::out_type::bf16);
+  std::vector<std::int64_t> first_rows(static_cast<std::size_t>(G));
+  for (std::int64_t g = 0; g < G; ++g) first_rows[std::size_t(g)] = g * M_max;
+  const auto per_group = w.cublas_per_group(lt, p.rows, std::move(first_rows));
   const tb::timing_config cfg = tb::example_timing(args);
   const std::vector<tb::timing> t = tb::time_interleaved(
       {[&](int, cudaStream_t s) { launch(Rows, H.data(), s); },
        [&](int, cudaStream_t s) { launch(Full, Hfull.get(), s); },
-       [&](int, cudaStream_t s) {
-         for (std::int64_t g = 0; g < G; ++g)
-           if (per_group[g])
-             per_group[g]->run(A.as<char>() + g * M_max * K * 2, w.group(g), Hloop.as<char>() + g * M_max * 2 * N * 2, s);
-       }},
+       [&](int, cudaStream_t s) { w.run(per_group, A.as<char>(), Hloop.as<char>(), s); }},
       cfg, stream, &gpu->nvml);
   print_timings(t,
                 {"masked SwiGLU experts (tessel, one dual GEMM)", "same kernel, every group full (all M_max rows)",
@@ -749,13 +765,10 @@ int run_contiguous_swiglu(const tb::cli& args, std::uint64_t seed, ts::schedule 
   };
 
   tb::lt_context lt;
-  std::vector<std::unique_ptr<tb::lt_gemm>> per_group(G);
-  std::int64_t most = 0;
-  for (std::int64_t g = 0; g < G; ++g) {
-    const std::int64_t padded = ts::cdiv(p.rows[g], std::int64_t(tile.bm)) * tile.bm;
-    most = std::max(most, padded);
-    if (padded) per_group[g] = std::make_unique<tb::lt_gemm>(lt, padded, 2 * N, K, tb::out_type::bf16);
-  }
+  std::vector<std::int64_t> padded_rows;  // each group's tiles' rows
+  for (std::int64_t r : p.rows) padded_rows.push_back(ts::cdiv(r, std::int64_t(tile.bm)) * tile.bm);
+  const std::int64_t most = *std::max_element(padded_rows.begin(), padded_rows.end());
+  const auto per_group = w.cublas_per_group(lt, padded_rows, p.layout.first_row);
   if (!args.flag("no-check")) {
     tb::device_buffer gu(most * 2 * N * 4), ref(most * N * 4), dense(M * N * 2);
     H.reset(stream);
@@ -765,7 +778,7 @@ int run_contiguous_swiglu(const tb::cli& args, std::uint64_t seed, ts::schedule 
     double worst = 0;
     bool ok = gr.ok();
     for (std::int64_t g = 0; g < G; ++g) {
-      const std::int64_t padded = ts::cdiv(p.rows[g], std::int64_t(tile.bm)) * tile.bm, first = p.layout.first_row[g];
+      const std::int64_t padded = padded_rows[std::size_t(g)], first = p.layout.first_row[g];
       if (!padded) continue;
       const tb::compare_stats st = check_swiglu_group(lt, A.as<char>() + first * K * 2, w, g, padded,
                                                       dense.as<char>() + first * N * 2, gu, ref, stream);
@@ -787,12 +800,7 @@ int run_contiguous_swiglu(const tb::cli& args, std::uint64_t seed, ts::schedule 
   const tb::timing_config cfg = tb::example_timing(args);
   const std::vector<tb::timing> t = tb::time_interleaved(
       {[&](int, cudaStream_t s) { launch(H.data(), s); }, [&](int, cudaStream_t s) { launch_plain(s); },
-       [&](int, cudaStream_t s) {
-         for (std::int64_t g = 0; g < G; ++g)
-           if (per_group[g])
-             per_group[g]->run(A.as<char>() + p.layout.first_row[g] * K * 2, w.group(g),
-                               Hloop.as<char>() + p.layout.first_row[g] * 2 * N * 2, s);
-       }},
+       [&](int, cudaStream_t s) { w.run(per_group, A.as<char>(), Hloop.as<char>(), s); }},
       cfg, stream, &gpu->nvml);
   const std::string plain_name = "grouped GEMM of [W1; W3], tile " + std::to_string(plain_tile.bm) + "x" +
                                  std::to_string(plain_tile.bn) + " (tessel)";

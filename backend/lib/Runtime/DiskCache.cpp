@@ -254,10 +254,17 @@ std::string cacheEntryPath(const std::string& dir, std::string_view key) {
   return dir + "/" + hash128Hex(key) + kEntrySuffix;
 }
 
-std::string cacheEntryPathFor(const std::string& dir, std::string_view fullKey, std::string_view tracedText) {
+namespace {
+/// cacheEntryPathFor with the traced text's hash already computed.
+std::string entryPathForSource(const std::string& dir, std::string_view fullKey, std::uint64_t sourceHash) {
   char source[32];
-  std::snprintf(source, sizeof source, "\nsource-hash=%016llx", static_cast<unsigned long long>(xxh64(tracedText)));
+  std::snprintf(source, sizeof source, "\nsource-hash=%016llx", static_cast<unsigned long long>(sourceHash));
   return cacheEntryPath(dir, std::string(fullKey) + source);
+}
+}  // namespace
+
+std::string cacheEntryPathFor(const std::string& dir, std::string_view fullKey, std::string_view tracedText) {
+  return entryPathForSource(dir, fullKey, xxh64(tracedText));
 }
 
 //===----------------------------------------------------------------------===//
@@ -784,8 +791,8 @@ CompiledKernel compileWithDiskCache(const std::string& key, std::string_view tra
 
   const auto start = std::chrono::steady_clock::now();
   const std::string fullKey = cacheToolchainIdentity(config.dir) + key;
-  const std::string path = cacheEntryPathFor(config.dir, fullKey, tracedText);
-  const std::uint64_t sourceHash = xxh64(tracedText);
+  const std::uint64_t sourceHash = xxh64(tracedText);  // (hashed once: the file name and the check)
+  const std::string path = entryPathForSource(config.dir, fullKey, sourceHash);
   std::string data;
   if (readWholeFile(path, data)) {
     std::string why;

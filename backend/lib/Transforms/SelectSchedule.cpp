@@ -109,6 +109,10 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
   ///    reject them later, as tessel's failure).
   static LogicalResult checkStructure(func::FuncOp fn, const std::optional<GemmMatch> &m) {
     Operation *mainloop = m ? scf::ForOp(m->loop).getOperation() : nullptr;
+    SmallVector<Value, 2> accs;  // the mainloop's accumulator results
+    if (m)
+      for (unsigned i : m->accIndices)
+        accs.push_back(scf::ForOp(m->loop).getResult(i));
     for (Operation &op : fn.getBody().front()) {
       if (isa<scf::ForOp>(op) && &op != mainloop)
         return op.emitError() << "a ts::range loop is built only as a GEMM's mainloop (the loop "
@@ -125,9 +129,6 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
         continue;
       // The epilogue reads each thread's own fragment of the accumulator, as is or transposed
       // (tessel-lower-epilogue's paths), never both, and reduces it only as is.
-      SmallVector<Value, 2> accs;
-      for (unsigned i : m->accIndices)
-        accs.push_back(scf::ForOp(m->loop).getResult(i));
       AccumulatorView view = accumulatorView(store.getValue(), accs);
       if (view == AccumulatorView::mixed)
         return store.emitError() << kMixedAccumulatorView;
