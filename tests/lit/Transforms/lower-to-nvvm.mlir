@@ -8,6 +8,17 @@
 // RUN: tessel-opt %inputs/gemm_triangular_128x128.mlir -tessel-select-schedule="schedule=pingpong" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=TRIPS
 // RUN: tessel-opt %inputs/gemm_triangular_128x128.mlir -tessel-select-schedule="schedule=pingpong" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=ROTATED
 // RUN: tessel-opt %inputs/gemm_128x128.mlir -tessel-select-schedule="schedule=tma" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=INLINE
+// RUN: tessel-opt %inputs/gemm_128x128.mlir -tessel-select-schedule="schedule=warp_specialized" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=WSONE
+
+// A non-persistent CTA's one tile is built without a loop around it (a one-trip loop let LLVM's
+// LICM hoist the epilogue's addresses above the mainloop, where they spilled).
+// WSONE: hopper.setmaxnreg decrease to 40
+// WSONE: scf.for
+// WSONE-NOT: scf.for
+// WSONE: hopper.tma.load
+// WSONE: hopper.setmaxnreg increase to 232
+// WSONE-NOT: scf.for
+// WSONE: scf.for {{.*}} iter_args
 
 // The tma schedule: one extern dynamic shared base, TMA descriptors as byval
 // grid_constant params, a parity-waited mbarrier ring (hopper ops), wgmma from

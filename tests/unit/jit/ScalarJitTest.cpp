@@ -18,6 +18,7 @@
 
 #include "scalar_kernels.hpp"
 #include "scoped_env.hpp"
+#include "temp_dir.hpp"
 
 namespace ts = tessel;
 using ::testing::AllOf;
@@ -81,8 +82,8 @@ TEST_F(ScalarJit, TheC0TileIsPrefetchedIntoL2ByTheProducer) {
 
 TEST_F(ScalarJit, OneKernelPerProgramNotPerValue) {
   tessel_test::scoped_env cached{"TESSEL_DISABLE_CACHE", nullptr};
-  const std::string dir = ::testing::TempDir() + "tessel-scalar-cache-" + std::to_string(::getpid());
-  tessel_test::scoped_env cacheDir{"TESSEL_CACHE_DIR", dir.c_str()};
+  const tessel_test::temp_dir dir("tessel-scalar-cache");
+  tessel_test::scoped_env cacheDir{"TESSEL_CACHE_DIR", dir.path.c_str()};
   const std::uint64_t before = ts::detail::kernels_built();
   ts::kernel a = ts::jit(tessel_test::scale_shift{}, {.dump_dir = ""});
   const std::uint64_t afterFirst = ts::detail::kernels_built();

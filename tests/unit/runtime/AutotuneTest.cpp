@@ -36,6 +36,7 @@
 #include "TestSupport.h"
 #include "tessel/Runtime/Autotune.h"
 #include "tessel/Runtime/DiskCache.h"
+#include "temp_dir.hpp"
 
 using namespace tessel;
 using namespace tessel::runtime;
@@ -624,13 +625,8 @@ TEST(AutotuneMode, ParsesTheKnob) {
 // The saved entry
 //===----------------------------------------------------------------------===//
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/tessel-autotune-test-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
+struct TempDir : tessel_test::temp_dir {
+  TempDir() : temp_dir("tessel-autotune-test") {}
 };
 
 std::string readAll(const std::string& path) {

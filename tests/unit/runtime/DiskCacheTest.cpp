@@ -28,6 +28,7 @@
 
 #include "TestSupport.h"
 #include "tessel/Runtime/DiskCache.h"
+#include "temp_dir.hpp"
 
 using namespace tessel;
 using namespace tessel::testing;
@@ -51,13 +52,8 @@ static_assert(fieldCount<ParamSpec>() == 8, "ParamSpec changed: serialize the ne
 static_assert(fieldCount<SizeContract>() == 6, "SizeContract changed: serialize the new field");
 static_assert(fieldCount<options>() == 10, "tessel::options changed: add the new option to optionsKey");
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/tessel-disk-cache-test-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
+struct TempDir : tessel_test::temp_dir {
+  TempDir() : temp_dir("tessel-disk-cache-test") {}
 };
 
 std::string readAll(const std::string& path) {

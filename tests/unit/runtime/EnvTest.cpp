@@ -14,6 +14,7 @@
 #include "TestSupport.h"
 #include "tessel/Runtime/CudaDriver.h"
 #include "tessel/Runtime/Env.h"
+#include "temp_dir.hpp"
 
 using namespace tessel;
 using namespace tessel::testing;
@@ -25,14 +26,8 @@ using ::testing::UnorderedElementsAre;
 
 namespace {
 
-/// A fresh temporary directory, removed with its contents afterwards.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/tessel-env-test-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
+struct TempDir : tessel_test::temp_dir {
+  TempDir() : temp_dir("tessel-env-test") {}
 };
 
 std::string readAll(const std::string& path) {

@@ -163,7 +163,8 @@ private:
   struct WorkUnit;
   TileWalk walkTiles();
   /// An scf.for over units start, start + step, ... of `w`; sets the program
-  /// ids of each unit's tile and calls body(unit index, unit).
+  /// ids of each unit's tile and calls body(unit index, unit). A
+  /// non-persistent CTA's one unit is built in place, without a loop.
   LogicalResult forEachUnit(const TileWalk &w, Value start, int64_t step,
                             function_ref<LogicalResult(Value, WorkUnit)> body);
   /// forEachUnit for a trip count per tile (tileTrips, persistent): each

@@ -20,6 +20,8 @@
 
 #include "KernelBuilder.h"
 
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+
 using namespace mlir;
 using namespace mlir::tessel;
 
@@ -206,6 +208,14 @@ LogicalResult KernelBuilder::forEachUnit(const TileWalk &w, Value start, int64_t
                                          function_ref<LogicalResult(Value, WorkUnit)> body) {
   if (tileTrips && persistent)
     return forEachUnitWithTrips(w, start, step, body);
+  // A CTA of a non-persistent schedule has one unit, its own tile: no loop.
+  // (As a one-trip scf.for, LLVM's LICM hoisted everything the epilogue
+  // computes from the program ids - a global address and a bounds predicate
+  // per fragment element and operand - above the mainloop, where it stayed
+  // live and spilled: 528 bytes for a 128 x 128 warp_specialized epilogue
+  // reading two M x N tiles, against 0 in cooperative.)
+  if (!persistent && !w.streamK && step == 1 && isConstantIntValue(start, 0))
+    return body(i32(0), WorkUnit{Value(), i32(0), nk, b.create<arith::MulIOp>(loc, i32(0), nk)});
   auto tiles = b.create<scf::ForOp>(loc, start, w.unitCount, i32(step));
   OpBuilder::InsertionGuard g(b);
   b.setInsertionPointToStart(tiles.getBody());
