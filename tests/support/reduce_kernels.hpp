@@ -73,4 +73,18 @@ struct elementwise_row_sum {
   }
 };
 
+/// A GEMM whose epilogue reduces another tile than the accumulator (a slip: `x` where `acc` was
+/// meant): the mainloop is dead code, a tessel::error at ts::dot (not "a kernel without a dot").
+struct gemm_reducing_the_wrong_tile {
+  static constexpr auto BM = ts::c<128>, BN = ts::c<128>, BK = ts::c<64>;
+  void operator()(ts::tensor<ts::bf16, 2> A, ts::tensor<ts::bf16, 2> B, ts::tensor<ts::f32, 2> X,
+                  ts::tensor<ts::f32, 1> S) const {
+    auto m = ts::program_id(0) * BM, n = ts::program_id(1) * BN;
+    auto acc = ts::zeros<ts::f32>(BM, BN);
+    for (auto k : ts::range(0, A.size(1), BK))
+      acc += ts::dot(A.load({m, k}, BM, BK), B.load({n, k}, BN, BK).T());
+    S.reduce_into({m}, ts::sum(X.load({m, n}, BM, BN), ts::axis<1>));
+  }
+};
+
 }  // namespace tessel_test

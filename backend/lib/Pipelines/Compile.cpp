@@ -310,6 +310,25 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
     k.stages.emplace_back(stage, printIR(module, locations));
     lap(std::string("print ") + stage);
   };
+  // A mainloop whose accumulators nothing reads is dead code: the canonicalizer
+  // would remove it and compile what is left as an elementwise kernel, which
+  // computes no GEMM and runs on the GEMM's grid. Almost always a slip (an
+  // epilogue that stores another value than it meant): the user's error, at
+  // the ts::dot, before anything is removed.
+  {
+    bool deadMainloop = false;
+    module.walk([&](mlir::tessel::DotOp dot) {
+      auto loop = dot->getParentOfType<scf::ForOp>();
+      if (deadMainloop || !loop || loop->getNumResults() == 0 || !loop->use_empty())
+        return;
+      dot.emitError("the result of ts::dot is never used: no store of the kernel reads the "
+                    "accumulator, so the mainloop computes nothing the kernel writes (store the "
+                    "accumulator, or an expression of it, after the loop)");
+      deadMainloop = true;
+    });
+    if (deadMainloop)
+      throw fail("scheduling failed");
+  }
   // Tessel- and Hopper-level stages keep the user's source locations (a
   // hopper.mma_schedule points at the ts::dot line); from 09 on, the kernel's
   // instructions carry the kernel's location only, and are printed without.

@@ -13,11 +13,13 @@
 
 #include <string>
 
+#include "jit_error.hpp"
 #include "reduce_kernels.hpp"
 #include "scoped_env.hpp"
 
 namespace ts = tessel;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 namespace {
 
@@ -83,6 +85,18 @@ TEST_F(ReduceJit, ElementwiseKernelIsAnError) {
     EXPECT_THAT(e.what(), HasSubstr("reductions (ts::sum / ts::max / ts::amax) are supported in "
                                     "GEMM epilogues only"));
   }
+}
+
+TEST_F(ReduceJit, GemmWhoseAccumulatorIsUnusedIsAnError) {
+  // Before: the canonicalizer removed the mainloop and the error said "not in kernels without a
+  // ts::dot" of a kernel that has one.
+  const std::string e = tessel_test::jit_error(tessel_test::gemm_reducing_the_wrong_tile{}, {});
+  EXPECT_THAT(e, HasSubstr("tessel: scheduling failed (kernel '"));
+  EXPECT_THAT(e, HasSubstr("reduce_kernels.hpp:"));
+  EXPECT_THAT(e, HasSubstr(": error: the result of ts::dot is never used: no store of the kernel reads "
+                           "the accumulator, so the mainloop computes nothing the kernel writes (store "
+                           "the accumulator, or an expression of it, after the loop)\n"));
+  EXPECT_THAT(e, Not(HasSubstr("IR reproducer")));
 }
 
 } // namespace
