@@ -310,24 +310,34 @@ std::string writeReproducer(const ::tessel::CompiledKernel &k, const std::string
     k.stages.emplace_back(stage, printIR(module, locations));
     lap(std::string("print ") + stage);
   };
-  // A mainloop whose accumulators nothing reads is dead code: the canonicalizer
+  // A mainloop whose accumulators no store reads is dead code: the canonicalizer
   // would remove it and compile what is left as an elementwise kernel, which
   // computes no GEMM and runs on the GEMM's grid. Almost always a slip (an
   // epilogue that stores another value than it meant): the user's error, at
-  // the ts::dot, before anything is removed.
+  // the ts::dot, before anything is removed. "Reads" is through the values the
+  // stores' operands are computed from (the tracer keeps unused expressions,
+  // `auto y = relu(acc);` with y never stored, which are dead too).
   {
-    bool deadMainloop = false;
+    llvm::SmallPtrSet<Operation *, 32> live;
+    SmallVector<Value> work;
+    module.walk([&](mlir::tessel::StoreOp store) { work.append(store->operand_begin(), store->operand_end()); });
+    while (!work.empty()) {
+      Operation *def = work.pop_back_val().getDefiningOp();
+      if (def && live.insert(def).second)
+        work.append(def->operand_begin(), def->operand_end());
+    }
+    mlir::tessel::DotOp dead;
     module.walk([&](mlir::tessel::DotOp dot) {
-      auto loop = dot->getParentOfType<scf::ForOp>();
-      if (deadMainloop || !loop || loop->getNumResults() == 0 || !loop->use_empty())
-        return;
-      dot.emitError("the result of ts::dot is never used: no store of the kernel reads the "
-                    "accumulator, so the mainloop computes nothing the kernel writes (store the "
-                    "accumulator, or an expression of it, after the loop)");
-      deadMainloop = true;
+      Operation *producer = dot->getParentOfType<scf::ForOp>();
+      if (!dead && !live.contains(producer ? producer : dot.getOperation()))
+        dead = dot;
     });
-    if (deadMainloop)
+    if (dead) {
+      dead.emitError("the result of ts::dot is never used: no store of the kernel reads the "
+                     "accumulator, so the mainloop computes nothing the kernel writes (store the "
+                     "accumulator, or an expression of it, after the loop)");
       throw fail("scheduling failed");
+    }
   }
   // Tessel- and Hopper-level stages keep the user's source locations (a
   // hopper.mma_schedule points at the ts::dot line); from 09 on, the kernel's

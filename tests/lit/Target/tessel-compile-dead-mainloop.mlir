@@ -1,6 +1,7 @@
-// A GEMM whose epilogue never reads the accumulator (here it stores the bias tile instead) would
-// lose its mainloop to the canonicalizer and compile as an elementwise kernel: it is refused at
-// the dot, as the user's error (no IR reproducer).
+// A GEMM whose stores never read the accumulator (here it stores another tile, and the one
+// expression of the accumulator, %y, is never stored) would lose its mainloop to the canonicalizer
+// and compile as an elementwise kernel: it is refused at the dot, as the user's error (no IR
+// reproducer).
 // RUN: rm -rf %t && not tessel-compile %s --dump-dir %t 2>&1 | FileCheck %s
 // RUN: sed "s/%zc = tessel.cast %z :/%zc = tessel.cast %acc :/" %s > %t.used.mlir && tessel-compile %t.used.mlir --schedule tma > /dev/null
 // CHECK: tessel: scheduling failed (kernel 'gemm'):
@@ -23,6 +24,7 @@ func.func @gemm(%A: !tessel.ref<2 x bf16>, %B: !tessel.ref<2 x bf16>, %Z: !tesse
     %d = tessel.dot %a, %bt, %c : tensor<128x64xbf16>, tensor<64x128xbf16> -> tensor<128x128xf32>
     scf.yield %d : tensor<128x128xf32>
   }
+  %y = arith.addf %acc, %acc : tensor<128x128xf32>
   %z = tessel.load %Z[%m, %n] : !tessel.ref<2 x f32> -> tensor<128x128xf32>
   %zc = tessel.cast %z : tensor<128x128xf32> -> tensor<128x128xbf16>
   tessel.store %zc, %C[%m, %n] : tensor<128x128xbf16>, !tessel.ref<2 x bf16>
