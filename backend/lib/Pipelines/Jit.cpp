@@ -19,6 +19,7 @@
 #include "tessel/Runtime/DiskCache.h"
 #include "tessel/Runtime/Env.h"
 #include "tessel/Runtime/Kernel.h"
+#include "tessel/Runtime/Ptxas.h"
 #include "tessel/Transforms/GemmMatch.h"
 #include "tessel/Transforms/OperandLayout.h"
 #include "tessel/kernel/autotune.hpp"
@@ -378,6 +379,24 @@ void remember_kernel(const char *type, const options &o, const std::shared_ptr<k
 
 std::vector<std::pair<std::string, double>> compile_timings(const kernel_impl &k) {
   return k.compiled().timings;
+}
+
+kernel_resources resources(const kernel_impl &k) {
+  const CompiledKernel &c = k.compiled();
+  kernel_resources r;
+  r.schedule = c.schedule;
+  if (!c.cubin.empty()) {
+    runtime::PtxasReport p = runtime::parsePtxasLog(c.ptxasLog, c.name);
+    r.registers = p.registers;
+    r.spill_stores = p.spillStores;
+    r.spill_loads = p.spillLoads;
+    r.stack_frame = p.stackFrame;
+  }
+  r.threads = c.blockThreads;
+  r.shared_bytes = c.dynamicSmemBytes;
+  r.cluster = c.cluster;
+  r.persistent = c.persistent;
+  return r;
 }
 
 } // namespace tessel::detail

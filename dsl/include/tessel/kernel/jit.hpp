@@ -191,6 +191,11 @@ public:
     return detail::compile_timings(impl());
   }
 
+  /// Registers, spills and stack per thread (ptxas -v), threads, dynamic shared memory, cluster
+  /// and schedule of the kernel ts::jit compiled (a launch-time variant, compiled for views that
+  /// need one, has its own: its dump's ptxas.log). No GPU needed.
+  kernel_resources resources() const { return detail::resources(impl()); }
+
   /// The kernel's symbol name (from the functor's type).
   const std::string& name() const { return name_; }
   explicit operator bool() const { return impl_ != nullptr; }

@@ -115,6 +115,22 @@ struct kernel_arg {
 /// The name of kernel arguments from before scalars: every kernel_arg made by ts::view.
 using tensor_arg = kernel_arg;
 
+/// What a compiled kernel uses (kernel::resources): ptxas's figures for it and its launch
+/// configuration. Registers and spills are per thread, as `ptxas -v` reports them for the entry
+/// function: for the warp-specialized schedules that is the launch's budget (168 with 384
+/// threads), from which setmaxnreg moves registers to the consumer warpgroups (232 each).
+struct kernel_resources {
+  std::string schedule;       ///< "tma", "multistage", ...; "" for a kernel without a dot
+  int registers = -1;         ///< -1: no ptxas ran (the driver will JIT the PTX)
+  int spill_stores = 0;       ///< bytes
+  int spill_loads = 0;        ///< bytes
+  int stack_frame = 0;        ///< bytes
+  unsigned threads = 0;       ///< per CTA
+  unsigned shared_bytes = 0;  ///< dynamic shared memory per CTA
+  std::array<unsigned, 3> cluster{1, 1, 1};
+  bool persistent = false;    ///< min(tiles, SMs) CTAs walk the grid's tiles
+};
+
 /// Launch grid (number of program instances per axis).
 struct grid {
   unsigned x = 1, y = 1, z = 1;
@@ -148,5 +164,7 @@ TESSEL_API std::shared_ptr<kernel_impl> find_kernel(const char* type, const opti
 TESSEL_API void remember_kernel(const char* type, const options& o, const std::shared_ptr<kernel_impl>& k);
 /// Where the kernel's compile time went: {step, milliseconds}, in order (CompiledKernel::timings).
 TESSEL_API std::vector<std::pair<std::string, double>> compile_timings(const kernel_impl& k);
+/// kernel::resources: the eagerly compiled kernel's (not a launch-time variant's).
+TESSEL_API kernel_resources resources(const kernel_impl& k);
 }  // namespace detail
 }  // namespace tessel
