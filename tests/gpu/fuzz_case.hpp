@@ -6,7 +6,7 @@
 // Compiling is the expensive part of a case, so a seed fixes a pool of kPoolSize kernel
 // configurations (each compiled once per process, plus its launch-time layout variant and, for
 // operands that break TMA's rules, its multistage fallback). Every pool holds every schedule x
-// operand layout x epilogue once, and every value of tile, stages, cluster (cooperative and
+// operand layout x epilogue (plain, bias + ReLU, a residual M x N operand) once, and every value of tile, stages, cluster (cooperative and
 // pingpong), swizzle, decomposition (cooperative and pingpong 1x1), batching and whether operand
 // strides keep TMA's 16-byte rule, combined as the seed draws them, within what SelectSchedule
 // accepts; plus kShortEntries entries with tiles of fewer than 64 rows (computed transposed by
@@ -67,6 +67,9 @@ struct fuzz_config {
   int swizzle = 0;  ///< options::swizzle
   ts::decomposition decomposition = ts::decomposition::automatic;
   bool bias_relu = false;  ///< C = relu(A B^T + bias) instead of A B^T
+  /// C = A B^T + R instead (R: M x N, read in the epilogue in its own layout, leading dimension
+  /// and alignment; one R for every matrix of a batch). Never with bias_relu.
+  bool residual = false;
   bool batched = false;    ///< rank-3 tensors, program_id(2) picks the matrix
   bool a_k_major = true, b_k_major = true;
   /// Leading dimensions and batch strides of A and B are multiples of 16 bytes (else drawn
@@ -82,7 +85,7 @@ struct fuzz_config {
                     std::to_string(bk) + " s" + std::to_string(stages) + " c" + std::to_string(cluster[0]) + "x" +
                     std::to_string(cluster[1]) + " sw" +
                     (swizzle == ts::swizzle_none ? std::string("none") : std::to_string(swizzle)) + " " +
-                    decomposition_str(decomposition) + (bias_relu ? " bias_relu" : " plain");
+                    decomposition_str(decomposition) + (bias_relu ? " bias_relu" : residual ? " residual" : " plain");
     return batched ? s + " batched" : s;
   }
   std::string str() const { return kernel_key() + " " + layout() + (tma_strides ? "" : " free-strides"); }
@@ -99,6 +102,10 @@ struct fuzz_case {
   /// Distance between the matrices of a batch, in elements (batched configurations only).
   std::int64_t batch_a = 0, batch_b = 0, batch_c = 0;
   bool c_aligned = true;  ///< C's first element is 16-byte aligned (else one element past)
+  /// The residual (cfg.residual): element (i, j) at i * ldr + j, or at j * ldr + i when stored
+  /// column-major; its first element 16-byte aligned or one element past.
+  std::int64_t ldr = 0;
+  bool r_col_major = false, r_aligned = true;
 
   std::int64_t a_rows() const { return cfg.a_k_major ? m : k; }
   std::int64_t b_rows() const { return cfg.b_k_major ? n : k; }
@@ -109,14 +116,16 @@ struct fuzz_case {
          " ldb " + std::to_string(ldb) + " ldc " + std::to_string(ldc);
     if (cfg.batched)
       s += " batch strides " + std::to_string(batch_a) + "/" + std::to_string(batch_b) + "/" + std::to_string(batch_c);
+    if (cfg.residual)
+      s += std::string(" R") + (r_col_major ? "^T" : "") + " ldr " + std::to_string(ldr) + (r_aligned ? "" : " R+1");
     return s + (c_aligned ? "" : " C+1");
   }
 };
 
-/// schedule x layout x epilogue, then the short tiles: tma, warp_specialized, cooperative and
+/// schedule x layout x epilogue (3), then the short tiles: tma, warp_specialized, cooperative and
 /// pingpong with 16x64, 32x128 or 8x64 (docs/small-m.md), TN, no cluster, not batched, strides TMA
 /// accepts (a launch that falls back to multistage cannot run a 16-row tile).
-inline constexpr int kBaseEntries = 40, kShortEntries = 4;
+inline constexpr int kBaseEntries = 60, kShortEntries = 4;
 inline constexpr int kPoolSize = kBaseEntries + kShortEntries;
 /// Most multiply-adds of one case (batch x M x N x K; of 85% of the cases: an eighth of it): the
 /// CPU computes the reference.
@@ -142,7 +151,7 @@ std::vector<T> balanced(const T (&values)[N], std::size_t count, rng& r) {
 }  // namespace detail
 
 /// The configurations of `seed`: entry i < kBaseEntries has schedule i % 5, layout (i / 5) % 4 (TN,
-/// NN, NT, TT) and the fused epilogue when (i / 20) is odd; the kShortEntries after them have
+/// NN, NT, TT) and epilogue (i / 20) % 3 (plain, bias + ReLU, residual); the kShortEntries after them have
 /// tiles of fewer than 64 rows (kPoolSize). Every other attribute takes each of its values about
 /// equally often among the entries it applies to, in an order drawn from the seed.
 inline std::vector<fuzz_config> config_pool(std::uint64_t seed) {
@@ -166,7 +175,8 @@ inline std::vector<fuzz_config> config_pool(std::uint64_t seed) {
     const int layout = (i / 5) % 4;
     c.a_k_major = layout == 0 || layout == 3;
     c.b_k_major = layout == 0 || layout == 1;
-    c.bias_relu = (i / 20) % 2 == 1;
+    c.bias_relu = (i / 20) % 3 == 1;
+    c.residual = (i / 20) % 3 == 2;
     if (c.schedule == ts::schedule::multistage) {
       ms.push_back(&c);
     } else {
@@ -292,6 +302,16 @@ inline fuzz_case make_case(const std::vector<fuzz_config>& pool, std::uint64_t s
     if (c.ldc % 8 == 0) ++c.ldc;  // rows that are not 16-byte multiples
   }
   c.c_aligned = !r.chance(15);
+  if (f.residual) {
+    c.r_col_major = r.chance(30);
+    const std::int64_t inner = c.r_col_major ? c.m : c.n;
+    switch (r.below(3)) {
+    case 0: c.ldr = inner; break;
+    case 1: c.ldr = round_up(inner, 8) + (r.chance(50) ? 8 : 0); break;
+    default: c.ldr = inner + 1 + r.below(7);
+    }
+    c.r_aligned = !r.chance(15);
+  }
   if (f.batched) {
     const auto gap = [&] { return f.tma_strides ? 8 * r.below(2) : r.below(9); };
     c.batch_a = c.a_rows() * c.lda + gap();

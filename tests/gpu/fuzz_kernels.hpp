@@ -1,6 +1,7 @@
 // fuzz_kernels.hpp - what the GEMM fuzzer compiles and launches for a fuzz_case (fuzz_case.hpp):
-// examples/02_gemm and 03_gemm_bias_relu for 2-d problems, their batched forms (rank-3 tensors,
-// program_id(2) picks the matrix, one bias for all) otherwise, and the views of a case's buffers.
+// examples/02_gemm, 03_gemm_bias_relu and 05_gemm_residual for 2-d problems, their batched forms
+// (rank-3 tensors, program_id(2) picks the matrix, one bias or residual for all) otherwise, and the
+// views of a case's buffers.
 // No CUDA: tests/unit/fuzz compiles every configuration of a pool without a GPU.
 #pragma once
 
@@ -10,6 +11,7 @@
 
 #include "02_gemm/gemm.hpp"
 #include "03_gemm_bias_relu/gemm_bias_relu.hpp"
+#include "05_gemm_residual/gemm_residual.hpp"
 #include "fuzz_case.hpp"
 
 namespace tessel_fuzz {
@@ -39,6 +41,19 @@ struct batched_gemm_bias_relu {
   }
 };
 
+template <int BM_, int BN_, int BK_>
+struct batched_gemm_residual {
+  static constexpr auto BM = ts::c<BM_>, BN = ts::c<BN_>, BK = ts::c<BK_>;
+  void operator()(ts::tensor<ts::bf16, 3> A, ts::tensor<ts::bf16, 3> B, ts::tensor<ts::bf16, 2> R,
+                  ts::tensor<ts::bf16, 3> C) const {
+    auto b = ts::program_id(2), m = ts::program_id(0) * BM, n = ts::program_id(1) * BN;
+    auto acc = ts::zeros<ts::f32>(BM, BN);
+    for (auto k : ts::range(0, A.size(2), BK))
+      acc += ts::dot(A.load({b, m, k}, BM, BK), B.load({b, n, k}, BN, BK).T());
+    C.store({b, m, n}, ts::cast<ts::bf16>(acc + ts::cast<ts::f32>(R.load({m, n}, BM, BN))));
+  }
+};
+
 inline ts::options options_of(const fuzz_config& c) {
   ts::options o;
   o.schedule = c.schedule;
@@ -52,8 +67,11 @@ inline ts::options options_of(const fuzz_config& c) {
 template <int BM, int BN, int BK>
 ts::kernel jit_tile(const fuzz_config& c) {
   const ts::options o = options_of(c);
-  if (c.batched)
+  if (c.batched) {
+    if (c.residual) return ts::jit(batched_gemm_residual<BM, BN, BK>{}, o);
     return c.bias_relu ? ts::jit(batched_gemm_bias_relu<BM, BN, BK>{}, o) : ts::jit(batched_gemm<BM, BN, BK>{}, o);
+  }
+  if (c.residual) return ts::jit(examples::gemm_residual<BM, BN, BK>{}, o);
   return c.bias_relu ? ts::jit(examples::gemm_bias_relu<BM, BN, BK>{}, o) : ts::jit(examples::gemm<BM, BN, BK>{}, o);
 }
 
@@ -75,9 +93,10 @@ inline ts::grid launch_grid(const fuzz_case& c) {
                   unsigned(c.batch)};
 }
 
-/// The kernel's arguments for the case's buffers: A, B, (bias,) C, each pointing at its element 0.
+/// The kernel's arguments for the case's buffers: A, B, (bias or R,) C, each pointing at its
+/// element 0.
 inline std::vector<ts::tensor_arg> launch_args(const fuzz_case& c, const void* A, const void* B, const void* bias,
-                                               void* C) {
+                                               void* C, const void* R = nullptr) {
   const fuzz_config& f = c.cfg;
   // Strides of (row, k) for A's M x K view and B's N x K view.
   const std::int64_t ar = f.a_k_major ? c.lda : 1, ak = f.a_k_major ? 1 : c.lda;
@@ -91,6 +110,9 @@ inline std::vector<ts::tensor_arg> launch_args(const fuzz_case& c, const void* A
     args.push_back(ts::view<ts::bf16>(B, {c.n, c.k}, {br, bk}));
   }
   if (f.bias_relu) args.push_back(ts::view<ts::bf16>(bias, {c.n}));
+  if (f.residual)
+    args.push_back(c.r_col_major ? ts::view<ts::bf16>(R, {c.m, c.n}, {1, c.ldr})
+                                 : ts::view<ts::bf16>(R, {c.m, c.n}, {c.ldr, 1}));
   args.push_back(f.batched ? ts::view<ts::bf16>(C, {c.batch, c.m, c.n}, {c.batch_c, c.ldc, 1})
                            : ts::view<ts::bf16>(C, {c.m, c.n}, {c.ldc, 1}));
   return args;

@@ -3,7 +3,8 @@
 //
 // Each case: the kernel of its configuration (compiled once per process; a run compiles all it
 // needs up front, in parallel), integer inputs (A, B in {-2, -1, 1, 2}, bias in {-1, 0, 1}; the
-// unused elements of the operand buffers NaN), C inside a sentinel-filled buffer and poisoned with
+// unused elements of the operand buffers NaN; a residual R in {-1, 0, 1}, row- or column-major,
+// NaN between its rows), C inside a sentinel-filled buffer and poisoned with
 // NaN (bench_util.h, guarded_output), one launch. Then nothing outside C may have changed, A, B
 // and the bias neither, and every element of C must equal the CPU reference exactly: the sums are
 // integers below 2^24, exact in f32 in any order, and the CPU rounds them to bf16 as the kernel
@@ -204,14 +205,34 @@ outcome run_case(const fuzz_case& c, case_watchdog& watchdog) {
     bias[std::size_t(j)] = std::int8_t(values.bias());
     hbias[std::size_t(j)] = bf16_of(bias[std::size_t(j)]);
   }
-  tb::device_buffer dA = upload(ha), dB = upload(hb), dBias = upload(hbias);
+  // The residual (f.residual): element (i, j) at i * ldr + j, or j * ldr + i column-major, one
+  // element past a 16-byte boundary when !r_aligned (TMA's rules then fail for it).
+  std::vector<std::int8_t> res;
+  std::vector<std::uint16_t> hr;
+  const std::int64_t r_skip = c.r_aligned ? 0 : 1;
+  if (f.residual) {
+    res.resize(std::size_t(M * N));
+    hr = pad_buffer(1, 0, c.r_col_major ? N : M, c.ldr, c.r_col_major ? M : N);
+    hr.insert(hr.begin(), std::size_t(r_skip), kInputPad);
+    for (std::int64_t i = 0; i < M; ++i)
+      for (std::int64_t j = 0; j < N; ++j) {
+        const int v = values.bias();
+        res[std::size_t(i * N + j)] = std::int8_t(v);
+        hr[std::size_t(r_skip + (c.r_col_major ? j * c.ldr + i : i * c.ldr + j))] = bf16_of(v);
+      }
+  } else {
+    hr.assign(1, kInputPad);
+  }
+  tb::device_buffer dA = upload(ha), dB = upload(hb), dBias = upload(hbias), dR = upload(hr);
   tb::guarded_output out(tb::guarded_matrix(M, N, c.ldc, 2, c.c_aligned, Z, f.batched ? c.batch_c : 0));
   out.reset();
 
   std::string launch_error;
   watchdog.start(c);
   try {
-    ck.kernel->launch(nullptr, launch_grid(c), launch_args(c, dA.get(), dB.get(), dBias.get(), out.data()));
+    ck.kernel->launch(nullptr, launch_grid(c),
+                      launch_args(c, dA.get(), dB.get(), dBias.get(), out.data(),
+                                  static_cast<const std::uint16_t*>(dR.get()) + r_skip));
   } catch (const ts::error& e) {
     launch_error = e.what();
   }
@@ -228,6 +249,7 @@ outcome run_case(const fuzz_case& c, case_watchdog& watchdog) {
   if (!unchanged(dA, ha)) why += "A's buffer changed\n";
   if (!unchanged(dB, hb)) why += "B's buffer changed\n";
   if (!unchanged(dBias, hbias)) why += "the bias changed\n";
+  if (!unchanged(dR, hr)) why += "R's buffer changed\n";
   std::int64_t wrong = 0;
   for (std::int64_t z = 0; z < Z; ++z)
     for (std::int64_t i = 0; i < M; ++i) {
@@ -237,6 +259,7 @@ outcome run_case(const fuzz_case& c, case_watchdog& watchdog) {
         std::int32_t s = 0;
         for (std::int64_t kk = 0; kk < K; ++kk) s += std::int32_t(ar[kk]) * std::int32_t(br[kk]);
         if (f.bias_relu) s = std::max(s + bias[std::size_t(j)], 0);
+        if (f.residual) s += res[std::size_t(i * N + j)];
         const std::uint16_t want = tb::float_to_bf16(float(s)), got = std::uint16_t(out.bits(z, i, j));
         if (tb::bf16_to_float(got) == tb::bf16_to_float(want)) continue;
         if (wrong++ < 5) {

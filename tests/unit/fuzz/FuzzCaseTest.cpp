@@ -53,9 +53,10 @@ TEST(FuzzCase, PoolsHoldEveryScheduleLayoutAndEpilogueOnce) {
   for (std::uint64_t seed : kSeeds) {
     std::set<std::string> triples;
     for (const auto& c : tf::config_pool(seed))
-      triples.insert(std::string(tessel::to_string(c.schedule)) + c.layout() + (c.bias_relu ? "+" : "-"));
+      triples.insert(std::string(tessel::to_string(c.schedule)) + c.layout() +
+                     (c.bias_relu ? "+" : c.residual ? "r" : "-"));
     EXPECT_EQ(triples.size(), std::size_t(tf::kBaseEntries)) << "seed " << seed;
-    EXPECT_EQ(triples.size(), std::size(tf::kSchedules) * 4 * 2);
+    EXPECT_EQ(triples.size(), std::size(tf::kSchedules) * 4 * 3);
     EXPECT_EQ(tf::config_pool(seed).size(), std::size_t(tf::kPoolSize));
   }
 }
@@ -70,7 +71,14 @@ TEST(FuzzCase, CoversEveryOptionAndTheEdgeShapes) {
       const tf::fuzz_config& f = c.cfg;
       seen["schedule"].insert(tessel::to_string(f.schedule));
       seen["layout"].insert(f.layout());
-      seen["epilogue"].insert(f.bias_relu ? "bias_relu" : "plain");
+      seen["epilogue"].insert(f.bias_relu ? "bias_relu" : f.residual ? "residual" : "plain");
+      if (f.residual) {
+        seen["residual layout"].insert(c.r_col_major ? "col" : "row");
+        seen["residual alignment"].insert(c.r_aligned ? "aligned" : "+1");
+        seen["residual rows"].insert(c.ldr == (c.r_col_major ? c.m : c.n) ? "dense" : c.ldr % 8 ? "odd" : "padded");
+        EXPECT_FALSE(f.bias_relu);
+        EXPECT_GE(c.ldr, c.r_col_major ? c.m : c.n);
+      }
       seen["tile"].insert(std::to_string(f.bm) + "x" + std::to_string(f.bn) + "x" + std::to_string(f.bk));
       seen["stages"].insert(std::to_string(f.stages));
       seen["cluster"].insert(std::to_string(f.cluster[0]) + "x" + std::to_string(f.cluster[1]));
@@ -89,7 +97,10 @@ TEST(FuzzCase, CoversEveryOptionAndTheEdgeShapes) {
     }
     EXPECT_EQ(seen["schedule"].size(), 5u);
     EXPECT_EQ(seen["layout"].size(), 4u);
-    EXPECT_EQ(seen["epilogue"].size(), 2u);
+    EXPECT_EQ(seen["epilogue"].size(), 3u);
+    EXPECT_EQ(seen["residual layout"].size(), 2u);
+    EXPECT_EQ(seen["residual alignment"].size(), 2u);
+    EXPECT_EQ(seen["residual rows"].size(), 3u);
     EXPECT_EQ(seen["tile"], (std::set<std::string>{"128x128x32", "128x128x64", "128x256x64", "16x64x64", "32x128x64",
                                                    "8x64x64"}));
     EXPECT_EQ(seen["stages"], (std::set<std::string>{"2", "3", "4"}));
@@ -163,7 +174,7 @@ TEST(FuzzCase, EveryConfigurationOfAPoolCompiles) {
     tf::fuzz_case c;
     c.cfg = f;
     c.batch = f.batched ? 2 : 1;
-    c.m = c.n = c.k = c.lda = c.ldb = c.ldc = 256;
+    c.m = c.n = c.k = c.lda = c.ldb = c.ldc = c.ldr = 256;
     c.batch_a = c.batch_b = c.batch_c = 256 * 256;
     auto fake = [](std::uintptr_t a) { return reinterpret_cast<void*>(a); };
     ::testing::internal::CaptureStderr();
@@ -171,7 +182,7 @@ TEST(FuzzCase, EveryConfigurationOfAPoolCompiles) {
     try {
       k.launch(nullptr, tf::launch_grid(c),
                tf::launch_args(c, fake(0x7f0000100000), fake(0x7f0000200000), fake(0x7f0000300000),
-                               fake(0x7f0000400000)));
+                               fake(0x7f0000400000), fake(0x7f0000500000)));
     } catch (const ts::error& e) {
       error = e.what();
     }
