@@ -6,7 +6,7 @@
 // Compiling is the expensive part of a case, so a seed fixes a pool of kPoolSize kernel
 // configurations (each compiled once per process, plus its launch-time layout variant and, for
 // operands that break TMA's rules, its multistage fallback). Every pool holds every schedule x
-// operand layout x epilogue (plain, bias + ReLU, a residual M x N operand) once, and every value of tile, stages, cluster (cooperative and
+// operand layout x epilogue (plain, bias + ReLU, a residual M x N operand, reductions) once, and every value of tile, stages, cluster (cooperative and
 // pingpong), swizzle, decomposition (cooperative and pingpong 1x1), batching and whether operand
 // strides keep TMA's 16-byte rule, combined as the seed draws them, within what SelectSchedule
 // accepts; plus kShortEntries entries with tiles of fewer than 64 rows (computed transposed by
@@ -70,6 +70,10 @@ struct fuzz_config {
   /// C = A B^T + R instead (R: M x N, read in the epilogue in its own layout, leading dimension
   /// and alignment; one R for every matrix of a batch). Never with bias_relu.
   bool residual = false;
+  /// C = A B^T and two reductions of the accumulator stored with reduce_into: amax[i] =
+  /// max_j |acc[i, j]| (M; starts at 0) and colmax[j] = max_i acc[i, j] (N; starts at -inf), over
+  /// every matrix of a batch. Exact (integers) and deterministic (max); never with the others.
+  bool reductions = false;
   bool batched = false;    ///< rank-3 tensors, program_id(2) picks the matrix
   bool a_k_major = true, b_k_major = true;
   /// Leading dimensions and batch strides of A and B are multiples of 16 bytes (else drawn
@@ -85,7 +89,7 @@ struct fuzz_config {
                     std::to_string(bk) + " s" + std::to_string(stages) + " c" + std::to_string(cluster[0]) + "x" +
                     std::to_string(cluster[1]) + " sw" +
                     (swizzle == ts::swizzle_none ? std::string("none") : std::to_string(swizzle)) + " " +
-                    decomposition_str(decomposition) + (bias_relu ? " bias_relu" : residual ? " residual" : " plain");
+                    decomposition_str(decomposition) + (bias_relu ? " bias_relu" : residual ? " residual" : reductions ? " reductions" : " plain");
     return batched ? s + " batched" : s;
   }
   std::string str() const { return kernel_key() + " " + layout() + (tma_strides ? "" : " free-strides"); }
@@ -122,10 +126,10 @@ struct fuzz_case {
   }
 };
 
-/// schedule x layout x epilogue (3), then the short tiles: tma, warp_specialized, cooperative and
+/// schedule x layout x epilogue (4), then the short tiles: tma, warp_specialized, cooperative and
 /// pingpong with 16x64, 32x128 or 8x64 (docs/small-m.md), TN, no cluster, not batched, strides TMA
 /// accepts (a launch that falls back to multistage cannot run a 16-row tile).
-inline constexpr int kBaseEntries = 60, kShortEntries = 4;
+inline constexpr int kBaseEntries = 80, kShortEntries = 4;
 inline constexpr int kPoolSize = kBaseEntries + kShortEntries;
 /// Most multiply-adds of one case (batch x M x N x K; of 85% of the cases: an eighth of it): the
 /// CPU computes the reference.
@@ -151,7 +155,7 @@ std::vector<T> balanced(const T (&values)[N], std::size_t count, rng& r) {
 }  // namespace detail
 
 /// The configurations of `seed`: entry i < kBaseEntries has schedule i % 5, layout (i / 5) % 4 (TN,
-/// NN, NT, TT) and epilogue (i / 20) % 3 (plain, bias + ReLU, residual); the kShortEntries after them have
+/// NN, NT, TT) and epilogue (i / 20) % 4 (plain, bias + ReLU, residual, reductions); the kShortEntries after them have
 /// tiles of fewer than 64 rows (kPoolSize). Every other attribute takes each of its values about
 /// equally often among the entries it applies to, in an order drawn from the seed.
 inline std::vector<fuzz_config> config_pool(std::uint64_t seed) {
@@ -175,8 +179,9 @@ inline std::vector<fuzz_config> config_pool(std::uint64_t seed) {
     const int layout = (i / 5) % 4;
     c.a_k_major = layout == 0 || layout == 3;
     c.b_k_major = layout == 0 || layout == 1;
-    c.bias_relu = (i / 20) % 3 == 1;
-    c.residual = (i / 20) % 3 == 2;
+    c.bias_relu = (i / 20) % 4 == 1;
+    c.residual = (i / 20) % 4 == 2;
+    c.reductions = (i / 20) % 4 == 3;
     if (c.schedule == ts::schedule::multistage) {
       ms.push_back(&c);
     } else {

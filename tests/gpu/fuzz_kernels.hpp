@@ -54,6 +54,38 @@ struct batched_gemm_residual {
   }
 };
 
+/// C = A B^T, amax[i] = max_j |acc[i, j]|, colmax[j] = max_i acc[i, j].
+template <int BM_, int BN_, int BK_>
+struct gemm_reductions {
+  static constexpr auto BM = ts::c<BM_>, BN = ts::c<BN_>, BK = ts::c<BK_>;
+  void operator()(ts::tensor<ts::bf16, 2> A, ts::tensor<ts::bf16, 2> B, ts::tensor<ts::bf16, 2> C,
+                  ts::tensor<ts::f32, 1> amax, ts::tensor<ts::f32, 1> colmax) const {
+    auto m = ts::program_id(0) * BM, n = ts::program_id(1) * BN;
+    auto acc = ts::zeros<ts::f32>(BM, BN);
+    for (auto k : ts::range(0, A.size(1), BK))
+      acc += ts::dot(A.load({m, k}, BM, BK), B.load({n, k}, BN, BK).T());
+    C.store({m, n}, ts::cast<ts::bf16>(acc));
+    amax.reduce_into({m}, ts::amax(acc, ts::axis<1>));
+    colmax.reduce_into({n}, ts::max(acc, ts::axis<0>));
+  }
+};
+
+/// The batched form: the vectors reduce over every matrix of the batch.
+template <int BM_, int BN_, int BK_>
+struct batched_gemm_reductions {
+  static constexpr auto BM = ts::c<BM_>, BN = ts::c<BN_>, BK = ts::c<BK_>;
+  void operator()(ts::tensor<ts::bf16, 3> A, ts::tensor<ts::bf16, 3> B, ts::tensor<ts::bf16, 3> C,
+                  ts::tensor<ts::f32, 1> amax, ts::tensor<ts::f32, 1> colmax) const {
+    auto b = ts::program_id(2), m = ts::program_id(0) * BM, n = ts::program_id(1) * BN;
+    auto acc = ts::zeros<ts::f32>(BM, BN);
+    for (auto k : ts::range(0, A.size(2), BK))
+      acc += ts::dot(A.load({b, m, k}, BM, BK), B.load({b, n, k}, BN, BK).T());
+    C.store({b, m, n}, ts::cast<ts::bf16>(acc));
+    amax.reduce_into({m}, ts::amax(acc, ts::axis<1>));
+    colmax.reduce_into({n}, ts::max(acc, ts::axis<0>));
+  }
+};
+
 inline ts::options options_of(const fuzz_config& c) {
   ts::options o;
   o.schedule = c.schedule;
@@ -69,9 +101,11 @@ ts::kernel jit_tile(const fuzz_config& c) {
   const ts::options o = options_of(c);
   if (c.batched) {
     if (c.residual) return ts::jit(batched_gemm_residual<BM, BN, BK>{}, o);
+    if (c.reductions) return ts::jit(batched_gemm_reductions<BM, BN, BK>{}, o);
     return c.bias_relu ? ts::jit(batched_gemm_bias_relu<BM, BN, BK>{}, o) : ts::jit(batched_gemm<BM, BN, BK>{}, o);
   }
   if (c.residual) return ts::jit(examples::gemm_residual<BM, BN, BK>{}, o);
+  if (c.reductions) return ts::jit(gemm_reductions<BM, BN, BK>{}, o);
   return c.bias_relu ? ts::jit(examples::gemm_bias_relu<BM, BN, BK>{}, o) : ts::jit(examples::gemm<BM, BN, BK>{}, o);
 }
 
@@ -93,10 +127,11 @@ inline ts::grid launch_grid(const fuzz_case& c) {
                   unsigned(c.batch)};
 }
 
-/// The kernel's arguments for the case's buffers: A, B, (bias or R,) C, each pointing at its
-/// element 0.
+/// The kernel's arguments for the case's buffers: A, B, (bias or R,) C, (amax, colmax,) each
+/// pointing at its element 0.
 inline std::vector<ts::tensor_arg> launch_args(const fuzz_case& c, const void* A, const void* B, const void* bias,
-                                               void* C, const void* R = nullptr) {
+                                               void* C, const void* R = nullptr, void* amax = nullptr,
+                                               void* colmax = nullptr) {
   const fuzz_config& f = c.cfg;
   // Strides of (row, k) for A's M x K view and B's N x K view.
   const std::int64_t ar = f.a_k_major ? c.lda : 1, ak = f.a_k_major ? 1 : c.lda;
@@ -115,6 +150,10 @@ inline std::vector<ts::tensor_arg> launch_args(const fuzz_case& c, const void* A
                                  : ts::view<ts::bf16>(R, {c.m, c.n}, {c.ldr, 1}));
   args.push_back(f.batched ? ts::view<ts::bf16>(C, {c.batch, c.m, c.n}, {c.batch_c, c.ldc, 1})
                            : ts::view<ts::bf16>(C, {c.m, c.n}, {c.ldc, 1}));
+  if (f.reductions) {
+    args.push_back(ts::view<ts::f32>(amax, {c.m}));
+    args.push_back(ts::view<ts::f32>(colmax, {c.n}));
+  }
   return args;
 }
 

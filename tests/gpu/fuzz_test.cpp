@@ -4,7 +4,8 @@
 // Each case: the kernel of its configuration (compiled once per process; a run compiles all it
 // needs up front, in parallel), integer inputs (A, B in {-2, -1, 1, 2}, bias in {-1, 0, 1}; the
 // unused elements of the operand buffers NaN; a residual R in {-1, 0, 1}, row- or column-major,
-// NaN between its rows), C inside a sentinel-filled buffer and poisoned with
+// NaN between its rows; the reductions' vectors guarded too, starting at 0 and -inf), C inside a
+// sentinel-filled buffer and poisoned with
 // NaN (bench_util.h, guarded_output), one launch. Then nothing outside C may have changed, A, B
 // and the bias neither, and every element of C must equal the CPU reference exactly: the sums are
 // integers below 2^24, exact in f32 in any order, and the CPU rounds them to bf16 as the kernel
@@ -24,6 +25,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -35,6 +37,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "bench_util.h"
@@ -226,13 +229,25 @@ outcome run_case(const fuzz_case& c, case_watchdog& watchdog) {
   tb::device_buffer dA = upload(ha), dB = upload(hb), dBias = upload(hbias), dR = upload(hr);
   tb::guarded_output out(tb::guarded_matrix(M, N, c.ldc, 2, c.c_aligned, Z, f.batched ? c.batch_c : 0));
   out.reset();
+  // The reductions' vectors (f.reductions), in guards: amax starts at 0, colmax at -inf.
+  std::optional<tb::guarded_output> amax_out, colmax_out;
+  if (f.reductions) {
+    amax_out.emplace(tb::guarded_matrix(1, M, M, 4));
+    colmax_out.emplace(tb::guarded_matrix(1, N, N, 4));
+    amax_out->reset();
+    colmax_out->reset();
+    const std::vector<float> zeros(std::size_t(M), 0.0f), lows(std::size_t(N), -INFINITY);
+    TB_CUDA(cudaMemcpy(amax_out->data(), zeros.data(), zeros.size() * 4, cudaMemcpyHostToDevice));
+    TB_CUDA(cudaMemcpy(colmax_out->data(), lows.data(), lows.size() * 4, cudaMemcpyHostToDevice));
+  }
 
   std::string launch_error;
   watchdog.start(c);
   try {
     ck.kernel->launch(nullptr, launch_grid(c),
                       launch_args(c, dA.get(), dB.get(), dBias.get(), out.data(),
-                                  static_cast<const std::uint16_t*>(dR.get()) + r_skip));
+                                  static_cast<const std::uint16_t*>(dR.get()) + r_skip,
+                                  amax_out ? amax_out->data() : nullptr, colmax_out ? colmax_out->data() : nullptr));
   } catch (const ts::error& e) {
     launch_error = e.what();
   }
@@ -251,6 +266,9 @@ outcome run_case(const fuzz_case& c, case_watchdog& watchdog) {
   if (!unchanged(dBias, hbias)) why += "the bias changed\n";
   if (!unchanged(dR, hr)) why += "R's buffer changed\n";
   std::int64_t wrong = 0;
+  // The reductions' references: over every matrix of the batch, of the f32 accumulator.
+  std::vector<float> want_amax(f.reductions ? std::size_t(M) : 0, 0.0f),
+      want_colmax(f.reductions ? std::size_t(N) : 0, -INFINITY);
   for (std::int64_t z = 0; z < Z; ++z)
     for (std::int64_t i = 0; i < M; ++i) {
       const std::int8_t* ar = &a[std::size_t((z * M + i) * K)];
@@ -260,6 +278,10 @@ outcome run_case(const fuzz_case& c, case_watchdog& watchdog) {
         for (std::int64_t kk = 0; kk < K; ++kk) s += std::int32_t(ar[kk]) * std::int32_t(br[kk]);
         if (f.bias_relu) s = std::max(s + bias[std::size_t(j)], 0);
         if (f.residual) s += res[std::size_t(i * N + j)];
+        if (f.reductions) {
+          want_amax[std::size_t(i)] = std::max(want_amax[std::size_t(i)], float(std::abs(s)));
+          want_colmax[std::size_t(j)] = std::max(want_colmax[std::size_t(j)], float(s));
+        }
         const std::uint16_t want = tb::float_to_bf16(float(s)), got = std::uint16_t(out.bits(z, i, j));
         if (tb::bf16_to_float(got) == tb::bf16_to_float(want)) continue;
         if (wrong++ < 5) {
@@ -271,6 +293,25 @@ outcome run_case(const fuzz_case& c, case_watchdog& watchdog) {
       }
     }
   if (wrong) why += std::to_string(wrong) + " of " + std::to_string(Z * M * N) + " elements of C are wrong\n";
+  if (f.reductions) {
+    for (auto [name, vec, want] : {std::tuple{"amax", &*amax_out, &want_amax}, std::tuple{"colmax", &*colmax_out, &want_colmax}}) {
+      // Both start written (0, -inf): "unwritten" cannot happen; the guards must hold.
+      if (const tb::guard_report g = vec->check(); g.clobbered) why += std::string(name) + ": " + g.str() + "\n";
+      std::int64_t bad = 0;
+      for (std::size_t e = 0; e < want->size(); ++e) {
+        const std::uint32_t bits = vec->bits(0, 0, std::int64_t(e));
+        float got;
+        std::memcpy(&got, &bits, 4);
+        if (got == (*want)[e]) continue;
+        if (bad++ < 5) {
+          char buf[120];
+          std::snprintf(buf, sizeof buf, "%s[%zu] = %g, want %g\n", name, e, double(got), double((*want)[e]));
+          why += buf;
+        }
+      }
+      if (bad) why += std::to_string(bad) + " of " + std::to_string(want->size()) + " elements of " + name + " are wrong\n";
+    }
+  }
   if (!why.empty()) why.pop_back();
   return {why};
 }

@@ -54,9 +54,9 @@ TEST(FuzzCase, PoolsHoldEveryScheduleLayoutAndEpilogueOnce) {
     std::set<std::string> triples;
     for (const auto& c : tf::config_pool(seed))
       triples.insert(std::string(tessel::to_string(c.schedule)) + c.layout() +
-                     (c.bias_relu ? "+" : c.residual ? "r" : "-"));
+                     (c.bias_relu ? "+" : c.residual ? "r" : c.reductions ? "m" : "-"));
     EXPECT_EQ(triples.size(), std::size_t(tf::kBaseEntries)) << "seed " << seed;
-    EXPECT_EQ(triples.size(), std::size(tf::kSchedules) * 4 * 3);
+    EXPECT_EQ(triples.size(), std::size(tf::kSchedules) * 4 * 4);
     EXPECT_EQ(tf::config_pool(seed).size(), std::size_t(tf::kPoolSize));
   }
 }
@@ -71,7 +71,8 @@ TEST(FuzzCase, CoversEveryOptionAndTheEdgeShapes) {
       const tf::fuzz_config& f = c.cfg;
       seen["schedule"].insert(tessel::to_string(f.schedule));
       seen["layout"].insert(f.layout());
-      seen["epilogue"].insert(f.bias_relu ? "bias_relu" : f.residual ? "residual" : "plain");
+      seen["epilogue"].insert(f.bias_relu ? "bias_relu" : f.residual ? "residual" : f.reductions ? "reductions" : "plain");
+      EXPECT_LE(int(f.bias_relu) + int(f.residual) + int(f.reductions), 1);
       if (f.residual) {
         seen["residual layout"].insert(c.r_col_major ? "col" : "row");
         seen["residual alignment"].insert(c.r_aligned ? "aligned" : "+1");
@@ -97,7 +98,7 @@ TEST(FuzzCase, CoversEveryOptionAndTheEdgeShapes) {
     }
     EXPECT_EQ(seen["schedule"].size(), 5u);
     EXPECT_EQ(seen["layout"].size(), 4u);
-    EXPECT_EQ(seen["epilogue"].size(), 3u);
+    EXPECT_EQ(seen["epilogue"].size(), 4u);
     EXPECT_EQ(seen["residual layout"].size(), 2u);
     EXPECT_EQ(seen["residual alignment"].size(), 2u);
     EXPECT_EQ(seen["residual rows"].size(), 3u);
@@ -182,7 +183,8 @@ TEST(FuzzCase, EveryConfigurationOfAPoolCompiles) {
     try {
       k.launch(nullptr, tf::launch_grid(c),
                tf::launch_args(c, fake(0x7f0000100000), fake(0x7f0000200000), fake(0x7f0000300000),
-                               fake(0x7f0000400000), fake(0x7f0000500000)));
+                               fake(0x7f0000400000), fake(0x7f0000500000), fake(0x7f0000600000),
+                               fake(0x7f0000700000)));
     } catch (const ts::error& e) {
       error = e.what();
     }
