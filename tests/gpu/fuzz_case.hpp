@@ -203,12 +203,13 @@ inline std::vector<fuzz_config> config_pool(std::uint64_t seed) {
     pool[i].tma_strides = strides[i] == 1;
   }
   constexpr std::array<int, 2> short_tiles[] = {{16, 64}, {32, 128}, {8, 64}};
-  constexpr int epilogues[] = {0, 1};
+  constexpr int epilogues[] = {0, 1, 2};  // no reductions: tessel-swap-operands refuses them
   const auto sh = balanced(short_tiles, shorts.size(), r);
   const auto ep = balanced(epilogues, shorts.size(), r);
   for (std::size_t i = 0; i < shorts.size(); ++i) {
     shorts[i]->bm = sh[i][0], shorts[i]->bn = sh[i][1];
     shorts[i]->bias_relu = ep[i] == 1;
+    shorts[i]->residual = ep[i] == 2;
     shorts[i]->batched = false;
     shorts[i]->tma_strides = true;
   }
@@ -313,7 +314,9 @@ inline fuzz_case make_case(const std::vector<fuzz_config>& pool, std::uint64_t s
     switch (r.below(3)) {
     case 0: c.ldr = inner; break;
     case 1: c.ldr = round_up(inner, 8) + (r.chance(50) ? 8 : 0); break;
-    default: c.ldr = inner + 1 + r.below(7);
+    default:
+      c.ldr = inner + 1 + r.below(7);
+      if (c.ldr % 8 == 0) ++c.ldr;  // rows that are not 16-byte multiples
     }
     c.r_aligned = !r.chance(15);
   }

@@ -223,6 +223,7 @@ outcome run_case(const fuzz_case& c, case_watchdog& watchdog) {
         res[std::size_t(i * N + j)] = std::int8_t(v);
         hr[std::size_t(r_skip + (c.r_col_major ? j * c.ldr + i : i * c.ldr + j))] = bf16_of(v);
       }
+    hr.insert(hr.end(), 64, kInputPad);  // an over-read past R's last element reads NaN
   } else {
     hr.assign(1, kInputPad);
   }

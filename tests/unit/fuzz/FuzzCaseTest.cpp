@@ -191,6 +191,11 @@ TEST(FuzzCase, EveryConfigurationOfAPoolCompiles) {
     const std::string err = ::testing::internal::GetCapturedStderr();
     EXPECT_EQ(err, "") << "a note: the layout variant failed?";
     EXPECT_NE(error, "") << "the launch on fake addresses did not throw";
+    // It must have passed the argument checks (count, ranks, dtypes, sizes: launch_args matches
+    // the kernel) and failed only for want of a GPU, or on the fake addresses with one.
+    EXPECT_TRUE(error.find(": no GPU: ") != std::string::npos ||
+                error.find("is not CUDA device memory") != std::string::npos)
+        << error;
     EXPECT_THAT(error, Not(HasSubstr("TESSEL_FALLBACK")));
     EXPECT_THAT(error, Not(HasSubstr("variant")));
     int variants = 0;

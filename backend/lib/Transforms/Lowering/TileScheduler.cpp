@@ -4,7 +4,8 @@
 // the tile being computed:
 //
 //   %pid:3 = hopper.tile_scheduler "grid" raster_group 0 cluster [1, 1]
-//     ==> %ctaid.x, %ctaid.y, %ctaid.z
+//     ==> %ctaid.x, %ctaid.y, %ctaid.z (warp_specialized: each role builds its
+//         CTA's one tile in place, no loop around it; forEachUnit)
 //   %pid:3 = hopper.tile_scheduler "grid" raster_group 8 cluster [1, 1]
 //     ==> %ctaid remapped into raster groups (multistage, msRasterProgramIds)
 //   %pid:3 = hopper.tile_scheduler "persistent" raster_group 8 cluster [2, 1] [stream_k]
