@@ -40,6 +40,7 @@
 #include "tessel/Dialect/Hopper/Hopper.h"
 #include "tessel/Transforms/GemmMatch.h"
 #include "tessel/Transforms/Passes.h"
+#include "tessel/Transforms/SharedMemory.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -936,9 +937,30 @@ LogicalResult KernelBuilder::readPlan() {
   pingpong = wsOp && wsOp.getOrder() == "pingpong";
   rowBlocks = mmaOp.getRowBlocks();
   waitDepth = mmaOp.getWaitDepth();
-  if ((!multistage && mmaOp.getInstr() != "wgmma") || (multistage && mmaOp.getInstr() != "mma.sync"))
-    return mmaOp.emitError() << "a " << ringOp.getCopy() << " ring feeds "
-                             << (multistage ? "mma.sync" : "wgmma") << ", not " << mmaOp.getInstr();
+  // An edited plan must still describe this tile (each of these compiled to a wrong kernel or
+  // crashed before): wgmma m64 n(accumulator N) k(32 bytes), BK / k of them per stage, the row
+  // blocks a warpgroup of this schedule holds, and at most one group in flight (rule W1 releases
+  // the previous stage after wait_group 1: a deeper wait would release a stage still being read).
+  if (!multistage) {
+    ArrayRef<int64_t> shape = mmaOp.getShape();
+    ArrayRef<int64_t> tile = sched.getTile();
+    const int64_t bits = cast<RankedTensorType>(gemm->dot.getA().getType()).getElementType().getIntOrFloatBitWidth();
+    const int64_t k = 256 / bits, n = gemm->accumulatorN();
+    const int64_t blocks = consumerRowBlocks(sched.getKind(), tile[0]);
+    if (shape[1] != n || shape[2] != k || mmaOp.getKSteps() * k != tile[2])
+      return mmaOp.emitError() << "a " << tile[0] << "x" << tile[1] << "x" << tile[2] << " tile of "
+                               << bits << "-bit operands takes wgmma shape [64, " << n << ", " << k
+                               << "] with k_steps " << tile[2] / k << ", got [" << shape[0] << ", "
+                               << shape[1] << ", " << shape[2] << "] with k_steps " << mmaOp.getKSteps();
+    if (rowBlocks != blocks)
+      return mmaOp.emitError() << "schedule '" << stringifyScheduleKind(sched.getKind())
+                               << "' holds " << blocks << " row block(s) of 64 per warpgroup for BM = "
+                               << tile[0] << ", got row_blocks " << rowBlocks;
+    if (waitDepth > 1)
+      return mmaOp.emitError() << "wait_depth must be 0 or 1 (a stage is released once the wgmma "
+                                  "group after it was issued and the one reading it retired), got "
+                               << waitDepth;
+  }
   // What the kernel uses of the resources.
   DictionaryAttr offsets = resourcesOp.getOffsets();
   auto offset = [&](StringRef name) -> FailureOr<int64_t> {
@@ -962,6 +984,28 @@ LogicalResult KernelBuilder::readPlan() {
     fullBarOff = *full;
     emptyBarOff = *empty;
     emptyArrivals = arrivals.getInt();
+  }
+  // Each store's path (tessel-lower-epilogue): one the builder has, and "reduce_atomic" exactly
+  // for the {combine} stores of a tessel.reduce (an edited plan may say otherwise).
+  for (Operation &op : fn.getBody().front()) {
+    auto store = dyn_cast<StoreOp>(op);
+    if (!store)
+      continue;
+    StringRef path = storePath(store);
+    if (!llvm::is_contained({"tma_store", "registers", "register_pairs", "fragments", "reduce_atomic"},
+                            path))
+      return store.emitError() << "unknown store path '" << path
+                               << "' (expected tma_store, registers, register_pairs, fragments or "
+                                  "reduce_atomic): run tessel-lower-epilogue";
+    const bool reduction = store.getCombine() && store.getValue().getDefiningOp<ReduceOp>();
+    if ((path == "reduce_atomic") != reduction)
+      return store.emitError() << "store path 'reduce_atomic' is the path of a {combine} store of a "
+                                  "tessel.reduce, and the only one: got '"
+                               << path << "' for " << (reduction ? "one" : "another store");
+    if (multistage != (path == "fragments") && path != "reduce_atomic")
+      return store.emitError() << "store path '" << path << "' is not built for a "
+                               << (multistage ? "multistage" : "wgmma") << " kernel (multistage "
+                                  "stores take 'fragments', the others do not)";
   }
   DictionaryAttr ids = resourcesOp.getBarriers();
   if (auto c = ids.getAs<DenseI64ArrayAttr>("consumer"); c && !c.empty())

@@ -497,6 +497,15 @@ LogicalResult KernelBuilder::lowerAllWarps() {
   if (!warps || !warpTile || warps->size() != 2 || warpTile->size() != 2)
     return mmaOp.emitError("an mma.sync schedule needs its warps and warp_tile");
   p.warps = {(*warpTile)[0], (*warpTile)[1], (*warps)[0], (*warps)[1]};
+  // An edited plan: the builder's warp tiles are 32 or 64 square-ish blocks of m16n8k16 tiles
+  // that cover the CTA tile exactly (multistageWarps in GemmMatch.h).
+  auto isWarpTileSide = [](int64_t v) { return v == 32 || v == 64; };
+  if (!isWarpTileSide(p.warps.wm) || !isWarpTileSide(p.warps.wn) || p.warps.warpsM < 1 ||
+      p.warps.warpsN < 1 || p.warps.warpsM * p.warps.wm != BM || p.warps.warpsN * p.warps.wn != BN)
+    return mmaOp.emitError() << "an mma.sync schedule's warps must cover the " << BM << "x" << BN
+                             << " tile with warp tiles of 32 or 64 rows and columns, got "
+                             << p.warps.warpsM << "x" << p.warps.warpsN << " warps of "
+                             << p.warps.wm << "x" << p.warps.wn;
   p.kSteps = BK / 16;
   if (gemm->scaled())
     return gemm->dot.emitError("schedule 'multistage' cannot scale each k-step's product (run "

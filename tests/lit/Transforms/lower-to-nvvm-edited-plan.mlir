@@ -1,0 +1,31 @@
+// Hand-edited plans (a dump's stage 08 replayed with tessel-opt) that the kernel builder cannot
+// build are compile errors, not crashes (both crashed tessel-opt before; found by
+// scripts/fuzz-compile --mutate): a store path changed to 'reduce_atomic' for a store that is not
+// a reduction, and a multistage warp tile that does not cover the CTA tile. Edits that compiled to
+// a wrong kernel are errors too: k_steps that skip part of BK, row blocks a warpgroup does not
+// hold, and a wait depth that releases a stage wgmma still reads.
+// RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=cooperative" --tessel-plan-pipeline \
+// RUN:   | sed -e 's/hopper.store = "tma_store"/hopper.store = "reduce_atomic"/' \
+// RUN:   | not tessel-opt --tessel-build-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=PATH
+// RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=cooperative" --tessel-plan-pipeline \
+// RUN:   | sed -e 's/hopper.store = "tma_store"/hopper.store = "fragments"/' \
+// RUN:   | not tessel-opt --tessel-build-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=FRAGMENTS
+// RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=multistage" --tessel-plan-pipeline \
+// RUN:   | sed -e 's/warp_tile = array<i64: 64, 64>/warp_tile = array<i64: 2, 64>/' \
+// RUN:   | not tessel-opt --tessel-build-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=WARPS
+// RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=cooperative" --tessel-plan-pipeline \
+// RUN:   | sed -e 's/k_steps 4/k_steps 3/' \
+// RUN:   | not tessel-opt --tessel-build-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=KSTEPS
+// RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=cooperative" --tessel-plan-pipeline \
+// RUN:   | sed -e 's/row_blocks 1/row_blocks 2/' \
+// RUN:   | not tessel-opt --tessel-build-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=ROWS
+// RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=cooperative" --tessel-plan-pipeline \
+// RUN:   | sed -e 's/wait_depth 1/wait_depth 2/' \
+// RUN:   | not tessel-opt --tessel-build-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=WAIT
+
+// PATH: error: store path 'reduce_atomic' is the path of a {combine} store of a tessel.reduce, and the only one: got 'reduce_atomic' for another store
+// FRAGMENTS: error: store path 'fragments' is not built for a wgmma kernel (multistage stores take 'fragments', the others do not)
+// WARPS: error: an mma.sync schedule's warps must cover the 128x128 tile with warp tiles of 32 or 64 rows and columns, got 2x2 warps of 2x64
+// KSTEPS: error: a 128x128x64 tile of 16-bit operands takes wgmma shape [64, 128, 16] with k_steps 4, got [64, 128, 16] with k_steps 3
+// ROWS: error: schedule 'cooperative' holds 1 row block(s) of 64 per warpgroup for BM = 128, got row_blocks 2
+// WAIT: error: wait_depth must be 0 or 1 (a stage is released once the wgmma group after it was issued and the one reading it retired), got 2
