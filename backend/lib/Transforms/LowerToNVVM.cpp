@@ -937,6 +937,9 @@ LogicalResult KernelBuilder::readPlan() {
   pingpong = wsOp && wsOp.getOrder() == "pingpong";
   rowBlocks = mmaOp.getRowBlocks();
   waitDepth = mmaOp.getWaitDepth();
+  if ((!multistage && mmaOp.getInstr() != "wgmma") || (multistage && mmaOp.getInstr() != "mma.sync"))
+    return mmaOp.emitError() << "a " << ringOp.getCopy() << " ring feeds "
+                             << (multistage ? "mma.sync" : "wgmma") << ", not " << mmaOp.getInstr();
   // An edited plan must still describe this tile (each of these compiled to a wrong kernel or
   // crashed before): wgmma m64 n(accumulator N) k(32 bytes), BK / k of them per stage, the row
   // blocks a warpgroup of this schedule holds, and at most one group in flight (rule W1 releases

@@ -22,6 +22,9 @@
 // RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=cooperative" --tessel-plan-pipeline \
 // RUN:   | sed -e 's/wait_depth 1/wait_depth 2/' \
 // RUN:   | not tessel-opt --tessel-build-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=WAIT
+// RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=cooperative" --tessel-plan-pipeline \
+// RUN:   | sed -e 's/hopper.mma_schedule "wgmma"/hopper.mma_schedule "mma.sync"/' \
+// RUN:   | not tessel-opt --tessel-build-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=INSTR
 
 // PATH: error: store path 'reduce_atomic' is the path of a {combine} store of a tessel.reduce, and the only one: got 'reduce_atomic' for another store
 // FRAGMENTS: error: store path 'fragments' is not built for a wgmma kernel (multistage stores take 'fragments', the others do not)
@@ -29,3 +32,4 @@
 // KSTEPS: error: a 128x128x64 tile of 16-bit operands takes wgmma shape [64, 128, 16] with k_steps 4, got [64, 128, 16] with k_steps 3
 // ROWS: error: schedule 'cooperative' holds 1 row block(s) of 64 per warpgroup for BM = 128, got row_blocks 2
 // WAIT: error: wait_depth must be 0 or 1 (a stage is released once the wgmma group after it was issued and the one reading it retired), got 2
+// INSTR: error: a tma ring feeds wgmma, not mma.sync
