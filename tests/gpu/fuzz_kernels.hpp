@@ -157,4 +157,16 @@ inline std::vector<ts::tensor_arg> launch_args(const fuzz_case& c, const void* A
   return args;
 }
 
+/// launch_args at fake addresses that keep the alignment of the case's real buffers (cudaMalloc's
+/// 256 bytes; C and the reduction vectors 48 bytes into their guarded buffers, C one element
+/// further when !c_aligned; R one element past when !r_aligned): for kernel::prepare, which picks
+/// and compiles the launch's variant without a GPU.
+inline std::vector<ts::tensor_arg> fake_launch_args(const fuzz_case& c) {
+  auto fake = [](int buffer, std::int64_t offset) {
+    return reinterpret_cast<void*>((std::uintptr_t(0x7f00) + std::uintptr_t(buffer)) << 32 | std::uintptr_t(offset));
+  };
+  return launch_args(c, fake(0, 0), fake(1, 0), fake(2, 0), fake(3, c.c_aligned ? 48 : 50), fake(4, c.r_aligned ? 0 : 2),
+                     fake(5, 48), fake(6, 48));
+}
+
 }  // namespace tessel_fuzz

@@ -137,6 +137,30 @@ void precompile(const std::vector<fuzz_config>& configs) {
     });
 }
 
+/// Compiles, on every core, the launch-time variants (layout variants, the multistage fallback)
+/// that cases first .. first+count-1 will launch (kernel::prepare with fake_launch_args: no GPU).
+/// Without it each variant compiled at its first case's launch, one after another: most of the
+/// first thousand cases' time (run 104). A failure here is left for the case to report.
+void prepare_variants(const std::vector<fuzz_config>& pool, std::uint64_t seed, std::int64_t first,
+                      std::int64_t count) {
+  // The kernels first, on this thread (the cache is a plain map; precompile filled it).
+  std::vector<fuzz_case> cases;
+  std::vector<const ts::kernel*> kernels;
+  for (std::int64_t i = first; i < first + count; ++i) {
+    cases.push_back(make_case(pool, seed, std::uint64_t(i)));
+    kernels.push_back(tessel_gpu_test::cached(cases.back().cfg.kernel_key(), [&] { return jit_kernel(cases.back().cfg); })
+                          .kernel.get());
+  }
+  tb::parallel_for(cases.size(), tb::job_threads(cases.size()), [&](std::size_t j) {
+    const fuzz_case& c = cases[j];
+    if (!kernels[j]) return;
+    try {
+      kernels[j]->prepare(launch_grid(c), fake_launch_args(c));
+    } catch (const std::exception&) {
+    }
+  });
+}
+
 std::uint16_t bf16_of(int v) { return tb::float_to_bf16(float(v)); }
 
 /// A case's inputs: A and B values in {-2, -1, 1, 2} (32 per 64-bit draw), bias in {-1, 0, 1}.
@@ -347,6 +371,7 @@ TEST(GpuFuzz, ShortRun) {
   tessel_test::scoped_env quiet("TESSEL_FALLBACK", "quiet");
   const auto pool = config_pool(kShortSeed);
   precompile(configs_of(pool, kShortSeed, 0, kShortCases));
+  prepare_variants(pool, kShortSeed, 0, kShortCases);
   case_watchdog watchdog(kCaseTimeoutS);
   for (int i = 0; i < kShortCases; ++i) {
     const fuzz_case c = make_case(pool, kShortSeed, std::uint64_t(i));
@@ -464,7 +489,8 @@ int fuzz_main(int argc, char** argv) {
                 (long long)first, (long long)(first + count - 1), pool.size(),
                 tessel_gpu_test::device().name.c_str());
     precompile(configs);
-    std::printf("gpu-fuzz: kernels compiled in %.1f s\n", seconds());
+    prepare_variants(pool, seed, first, count);
+    std::printf("gpu-fuzz: kernels and their launch-time variants compiled in %.1f s\n", seconds());
     std::fflush(stdout);
 
     case_watchdog watchdog(kCaseTimeoutS);

@@ -381,22 +381,6 @@ std::vector<std::pair<std::string, double>> compile_timings(const kernel_impl &k
   return k.compiled().timings;
 }
 
-kernel_resources resources(const kernel_impl &k) {
-  const CompiledKernel &c = k.compiled();
-  kernel_resources r;
-  r.schedule = c.schedule;
-  if (!c.cubin.empty()) {
-    runtime::PtxasReport p = runtime::parsePtxasLog(c.ptxasLog, c.name);
-    r.registers = p.registers;
-    r.spill_stores = p.spillStores;
-    r.spill_loads = p.spillLoads;
-    r.stack_frame = p.stackFrame;
-  }
-  r.threads = c.blockThreads;
-  r.shared_bytes = c.dynamicSmemBytes;
-  r.cluster = c.cluster;
-  r.persistent = c.persistent;
-  return r;
-}
+kernel_resources resources(const kernel_impl &k) { return resourcesOf(k.compiled()); }
 
 } // namespace tessel::detail

@@ -325,7 +325,9 @@ std::optional<runtime::AutoChoice> kernel_impl::automaticChoice(std::span<const 
   return chooseAutomatic(*auto_, k, nullptr, gridTiles(g), gridAlong(g, auto_->mAxis), gridAlong(g, auto_->nAxis));
 }
 
-LoadedKernel& kernel_impl::select(std::span<const tensor_arg> args, grid g) {
+LoadedKernel& kernel_impl::select(std::span<const tensor_arg> args, grid g, bool* fellBack) {
+  if (fellBack)
+    *fellBack = false;
   const CompiledKernel& p = compiled();
   validateCommonArgs(p, args, g);
   if (!compiler_)
@@ -456,6 +458,8 @@ LoadedKernel& kernel_impl::select(std::span<const tensor_arg> args, grid g) {
   if (verbose())
     std::fprintf(stderr, "tessel: %s: %s: launching variant '%s'\n", head().c_str(), what.c_str(),
                  ms->compiled().variant.c_str());
+  if (fellBack)
+    *fellBack = true;
   return *ms;
 }
 
@@ -721,7 +725,8 @@ void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_ar
     return;
 
   kernel.countCheckedLaunch();
-  LoadedKernel& variant = kernel.select(args, g);
+  bool fellBack = false;
+  LoadedKernel& variant = kernel.select(args, g, &fellBack);
   const CompiledKernel& k = variant.compiled();
   validateArgs(k, args, g);
   if (nothingToDo(k, args, g))
@@ -881,9 +886,39 @@ void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_ar
   for (size_t i = 0; i < k.params.size(); ++i)
     if (k.params[i].kind == ParamSpec::Kind::Scalar)
       rec.scalarParams.push_back({i, k.params[i].arg, k.args[k.params[i].arg].type});
-  rec.fallback = &variant.compiled() != &kernel.compiled() && variant.compiled().schedule == "multistage" &&
-                 kernel.compiled().schedule != "multistage";
+  rec.fallback = fellBack;
   kernel.rememberLaunch(std::move(record));
+}
+
+kernel_resources resourcesOf(const CompiledKernel& c) {
+  kernel_resources r;
+  r.schedule = c.schedule;
+  if (!c.cubin.empty()) {
+    runtime::PtxasReport p = runtime::parsePtxasLog(c.ptxasLog, c.name);
+    r.registers = p.registers;
+    r.spill_stores = p.spillStores;
+    r.spill_loads = p.spillLoads;
+    r.stack_frame = p.stackFrame;
+  }
+  r.threads = c.blockThreads;
+  r.shared_bytes = c.dynamicSmemBytes;
+  r.cluster = c.cluster;
+  r.persistent = c.persistent;
+  return r;
+}
+
+launch_choice prepare(kernel_impl& kernel, grid g, std::span<const tensor_arg> args) {
+  // launch's steps 0 and 1 (Kernel.h): what launch would throw for these arguments before it needs
+  // the GPU, prepare throws too; select compiles the variant into the kernel_impl, where the
+  // launch finds it.
+  launch_choice c;
+  LoadedKernel& variant = kernel.select(args, g, &c.fallback);
+  const CompiledKernel& k = variant.compiled();
+  validateArgs(k, args, g);
+  if (&k != &kernel.compiled())
+    c.variant = k.variant;
+  c.resources = resourcesOf(k);
+  return c;
 }
 
 std::string stage_text(const kernel_impl& kernel, const std::string& stage) {

@@ -4,7 +4,8 @@
 // every schedule, operand layout, epilogue and option value appears, and so do M = 1, K = 1 and
 // dimensions above 1024; every case keeps the rules its configuration promises; and every
 // configuration of a pool compiles (ts::jit to a cubin, plus the launch-time layout variant of its
-// operands, without a fallback).
+// operands, without a fallback); and the launch-time variants of the GPU run's first 1,000 cases
+// are chosen and compiled without an error (kernel::prepare, as gpu-fuzz prepares them).
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +21,7 @@
 
 #include "fuzz_case.hpp"
 #include "fuzz_kernels.hpp"
+#include "parallel.h"
 #include "scoped_env.hpp"
 
 namespace tf = tessel_fuzz;
@@ -207,3 +209,53 @@ TEST(FuzzCase, EveryConfigurationOfAPoolCompiles) {
   fs::remove_all(root);
 }
 
+
+TEST(FuzzCase, TheVariantsOfTheGpuRunsFirstCasesCompile) {
+  // The launch-time variants (layout variants and multistage fallbacks) of the first cases that
+  // `bundle/pending fuzz` runs (seed 1), prepared as gpu-fuzz prepares them (kernel::prepare at
+  // fake addresses with the real buffers' alignment, on every core): each must be chosen and
+  // compiled without an error. Cases 0..999 need 274 of the 429 kernels and variants of cases
+  // 0..4999 (all of them take about 280 s on one core here).
+  tessel_test::scoped_env quiet("TESSEL_FALLBACK", "quiet");
+  constexpr int kPrepared = 1000;
+  const auto pool = tf::config_pool(1);
+  std::map<std::string, ts::kernel> kernels;
+  std::vector<tf::fuzz_case> cases;
+  for (int i = 0; i < kPrepared; ++i) {
+    cases.push_back(tf::make_case(pool, 1, std::uint64_t(i)));
+    kernels.emplace(cases.back().cfg.kernel_key(), ts::kernel());
+  }
+  std::vector<std::string> keys;
+  for (auto& [key, k] : kernels) keys.push_back(key);
+  std::vector<std::string> errors(std::max(keys.size(), cases.size()));
+  auto config_of = [&](const std::string& key) {
+    for (const tf::fuzz_case& c : cases)
+      if (c.cfg.kernel_key() == key) return c.cfg;
+    return tf::fuzz_config{};
+  };
+  tessel_bench::parallel_for(keys.size(), tessel_bench::job_threads(keys.size()), [&](std::size_t i) {
+    try {
+      ts::kernel k = tf::jit_kernel(config_of(keys[i]));
+      kernels.at(keys[i]) = k;  // distinct elements of a map that no thread resizes
+    } catch (const std::exception& e) {
+      errors[i] = keys[i] + ": " + e.what();
+    }
+  });
+  for (const std::string& e : errors) ASSERT_EQ(e, "");
+  std::vector<ts::launch_choice> choices(cases.size());
+  tessel_bench::parallel_for(cases.size(), tessel_bench::job_threads(cases.size()), [&](std::size_t i) {
+    try {
+      choices[i] = kernels.at(cases[i].cfg.kernel_key()).prepare(tf::launch_grid(cases[i]), tf::fake_launch_args(cases[i]));
+    } catch (const std::exception& e) {
+      errors[i] = "case " + std::to_string(i) + " " + cases[i].str() + ": " + e.what();
+    }
+  });
+  std::set<std::string> variants;
+  int fallbacks = 0;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    EXPECT_EQ(errors[i], "");
+    variants.insert(cases[i].cfg.kernel_key() + " " + choices[i].variant);
+    fallbacks += choices[i].fallback;
+  }
+  std::printf("%zu kernels, %zu kernels and variants, %d fallback launches\n", kernels.size(), variants.size(), fallbacks);
+}

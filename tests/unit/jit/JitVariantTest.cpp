@@ -256,6 +256,104 @@ TEST_F(JitVariants, ErrorPolicyRefusesWithTheArgumentAndTheRule) {
   EXPECT_FALSE(fs::exists(dir / "variant-multistage"));
 }
 
+//===----------------------------------------------------------------------===//
+// kernel::prepare: the launch's choice without the launch (and without a GPU)
+//===----------------------------------------------------------------------===//
+
+/// prepare(...), with what it printed on stderr.
+ts::launch_choice prepare(const ts::kernel& k, ts::tensor_arg a, ts::tensor_arg b, ts::tensor_arg c, std::string* err) {
+  ::testing::internal::CaptureStderr();
+  std::optional<ts::launch_choice> choice;
+  try {
+    choice = k.prepare(ts::grid{2, 1}, a, b, c);
+  } catch (...) {
+    *err = ::testing::internal::GetCapturedStderr();
+    throw;
+  }
+  *err = ::testing::internal::GetCapturedStderr();
+  return *choice;
+}
+
+TEST_F(JitVariants, PrepareWithDefaultLayoutsChoosesTheKernelTsJitCompiled) {
+  ts::kernel k = jit(ts::schedule::pingpong);
+  const std::uint64_t built = ts::detail::kernels_built();
+  std::string err;
+  ts::launch_choice c = prepare(k, A(), B(), C(), &err);
+  EXPECT_EQ(err, "");
+  EXPECT_EQ(c.variant, "");
+  EXPECT_FALSE(c.fallback);
+  const ts::kernel_resources r = k.resources();
+  EXPECT_EQ(c.resources.schedule, "pingpong");
+  EXPECT_EQ(c.resources.registers, r.registers);
+  EXPECT_EQ(c.resources.threads, r.threads);
+  EXPECT_EQ(c.resources.shared_bytes, r.shared_bytes);
+  EXPECT_TRUE(c.resources.persistent);
+  EXPECT_EQ(ts::detail::kernels_built(), built);
+}
+
+TEST_F(JitVariants, PrepareCompilesTheFallbackOnceAndTheLaunchReusesIt) {
+  ts::kernel k = jit(ts::schedule::tma);
+  const std::uint64_t built = ts::detail::kernels_built();
+  std::string err;
+  ts::launch_choice c = prepare(k, A(0x7f0000100002), B(), C(), &err);
+  EXPECT_EQ(err, "tessel: note: kernel '" + k.name() + "' (schedule tma) argument 0: data address 0x7f0000100002 is "
+                 "not 16-byte aligned (TMA requires a 16-byte aligned base address); launching the schedule "
+                 "multistage variant instead (TESSEL_FALLBACK=quiet silences this note, TESSEL_FALLBACK=error makes "
+                 "it an error)\n");
+  EXPECT_EQ(c.variant, "multistage");
+  EXPECT_TRUE(c.fallback);
+  EXPECT_EQ(c.resources.schedule, "multistage");
+  EXPECT_EQ(c.resources.threads, 128u);
+  EXPECT_GT(c.resources.registers, 0);
+  EXPECT_FALSE(c.resources.persistent);
+  EXPECT_EQ(ts::detail::kernels_built(), built + 1);
+  EXPECT_TRUE(fs::exists(dir / "variant-multistage" / "02-select-schedule.mlir"));
+
+  // The launch with arguments of the same layout and alignment finds the variant compiled: no
+  // compile, no dump, no second note.
+  fs::remove_all(dir / "variant-multistage");
+  EXPECT_EQ(launch(k, A(0x7f0000100002), B(), C()), "");
+  EXPECT_EQ(ts::detail::kernels_built(), built + 1);
+  EXPECT_FALSE(fs::exists(dir / "variant-multistage"));
+  // And preparing it again builds nothing either.
+  EXPECT_EQ(prepare(k, A(0x7f0000100006), B(), C(), &err).variant, "multistage");
+  EXPECT_EQ(ts::detail::kernels_built(), built + 1);
+}
+
+TEST_F(JitVariants, PrepareNamesALayoutVariant) {
+  ts::kernel k = jit(ts::schedule::cooperative);
+  std::string err;
+  ts::launch_choice c = prepare(k, A(), B(), ts::view<ts::bf16>(fake(0x7f0000300000), {M, N}, {1, M}), &err);
+  EXPECT_EQ(err, "");
+  EXPECT_EQ(c.variant, "cooperative-L__0");
+  EXPECT_FALSE(c.fallback);
+  EXPECT_EQ(c.resources.schedule, "cooperative");
+  EXPECT_TRUE(fs::exists(dir / "variant-cooperative-L__0" / "01-tessel.mlir"));
+}
+
+TEST_F(JitVariants, PrepareThrowsWhatTheLaunchThrows) {
+  ts::kernel k = jit(ts::schedule::pingpong);
+  auto message = [&](auto&& call) {
+    try {
+      call();
+    } catch (const ts::error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  // A rule of the arguments (a rank), and a rule under TESSEL_FALLBACK=error: the same message.
+  const ts::tensor_arg wrongRank = ts::view<ts::bf16>(fake(0x7f0000200000), {N * K});
+  const std::string rank = message([&] { k.prepare(ts::grid{2, 1}, A(), wrongRank, C()); });
+  EXPECT_THAT(rank, HasSubstr("tessel: kernel '" + k.name() + "' argument 1: "));
+  EXPECT_EQ(message([&] { k.launch(nullptr, ts::grid{2, 1}, A(), wrongRank, C()); }), rank);
+
+  ScopedEnv strict{"TESSEL_FALLBACK", "error"};
+  const ts::tensor_arg misaligned = ts::view<ts::bf16>(fake(0x7f0000200008), {N, K});
+  const std::string rule = message([&] { k.prepare(ts::grid{2, 1}, A(), misaligned, C()); });
+  EXPECT_THAT(rule, HasSubstr("TESSEL_FALLBACK=error forbids falling back to schedule multistage"));
+  EXPECT_EQ(message([&] { k.launch(nullptr, ts::grid{2, 1}, A(), misaligned, C()); }), rule);
+}
+
 }  // namespace
 
 TEST(JitOptions, OneStageIsRejectedWithTheRule) {

@@ -112,6 +112,9 @@ private:
   std::vector<Loaded> loaded_;
 };
 
+/// kernel::resources of one compiled kernel: ptxas's figures (its log) and the launch configuration.
+kernel_resources resourcesOf(const CompiledKernel& k);
+
 /// A kernel as ts::jit returns it (behind a shared_ptr): the variant compiled
 /// eagerly (the primary: default layouts, the requested schedule) and the
 /// variants compiled at launch time, once each, for argument layouts and TMA
@@ -144,7 +147,8 @@ struct kernel_impl {
   ///     does not, `error` throws a tessel::error naming the argument and the
   ///     rule instead.
   /// Throws tessel::error; the caller still runs validateArgs on the result.
-  LoadedKernel& select(std::span<const tensor_arg> args, grid g);
+  /// `fellBack`, when given, says whether step 3 chose the fallback.
+  LoadedKernel& select(std::span<const tensor_arg> args, grid g, bool* fellBack = nullptr);
 
   /// The cached launch (detail::launch, Kernel.cpp): what the last launch that went through
   /// every check launched, ready to launch again: its arguments, grid, stream, context, the

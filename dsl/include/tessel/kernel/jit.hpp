@@ -174,6 +174,20 @@ public:
     detail::launch(impl(), stream, g, args);
   }
 
+  /// What launch(stream, g, args...) would run, without launching and without a GPU: checks the
+  /// arguments as launch does (the same errors, except those that need the device: host memory, a
+  /// foreign stream), compiles once the variant they need, if any, and says which kernel that is.
+  /// A later launch with arguments of the same layout reuses it. For moving a variant's compile out
+  /// of the first launch (before a timed region or a CUDA graph capture), and for seeing whether
+  /// arguments take a layout variant or the multistage fallback.
+  template <class... Args>
+    requires(detail::launch_arg<Args> && ...)
+  launch_choice prepare(grid g, const Args&... args) const {
+    std::array<kernel_arg, sizeof...(Args)> list{detail::to_kernel_arg(args)...};
+    return detail::prepare(impl(), g, std::span<const tensor_arg>(list.data(), list.size()));
+  }
+  launch_choice prepare(grid g, std::span<const tensor_arg> args) const { return detail::prepare(impl(), g, args); }
+
   /// Text of a compiled stage, as dumped (docs/pipeline.md): "tessel", then the IR after each pass,
   /// named after it: "select-schedule", "materialize-tile-scheduler", "insert-async-copies",
   /// "warp-specialize", "schedule-mma", "lower-epilogue", "allocate-resources", "lower-to-nvvm",

@@ -131,6 +131,17 @@ struct kernel_resources {
   bool persistent = false;    ///< min(tiles, SMs) CTAs walk the grid's tiles
 };
 
+/// Which kernel a launch with given arguments runs (kernel::prepare).
+struct launch_choice {
+  /// "" for the kernel ts::jit compiled; otherwise the launch-time variant's name, as
+  /// TESSEL_VERBOSE prints it: a layout variant ("pingpong-L01_"), schedule::automatic's choice
+  /// for the launch's shape, or the multistage fallback ("multistage-L___").
+  std::string variant;
+  /// The schedule `multistage` fallback: an argument breaks TMA's rules (TESSEL_FALLBACK).
+  bool fallback = false;
+  kernel_resources resources;  ///< of the kernel that runs
+};
+
 /// Launch grid (number of program instances per axis).
 struct grid {
   unsigned x = 1, y = 1, z = 1;
@@ -147,6 +158,9 @@ TESSEL_API void abandon_trace() noexcept;
 /// (a CUstream, nullptr = default stream), first compiling (once) the variant the
 /// arguments' layouts and alignment need, if any. Throws tessel::error.
 TESSEL_API void launch(kernel_impl& k, void* stream, grid g, std::span<const tensor_arg> args);
+/// launch's steps 0 and 1 (select, validateArgs) without a GPU: the variant a launch with `args`
+/// runs, compiled. Throws the tessel::error launch would throw for them there.
+TESSEL_API launch_choice prepare(kernel_impl& k, grid g, std::span<const tensor_arg> args);
 /// Text of a compiled stage: the names kernel::stage (jit.hpp) lists ("tessel", a pass's name,
 /// "ll", "opt.ll", "ptx", "ptxas.log", "cubin", "sass") or a dump file's name.
 TESSEL_API std::string stage_text(const kernel_impl& k, const std::string& stage);
