@@ -9,6 +9,8 @@
 //    unit-stride dimension, one element past a 16-byte boundary, and row-major in rows padded by
 //    1 or 8 elements, in every schedule (C goes through the register path or the TMA-store
 //    epilogue's copy-out path with the real strides); no fallback, no note.
+//  * GraphCapture: kernel::prepare, then the launch captured into a CUDA graph, which runs and
+//    computes C (the kernel ts::jit compiled, and the multistage fallback).
 //  * FallbackKnob: TESSEL_FALLBACK=error makes the fallback a tessel::error (the process and the
 //    kernel stay usable), TESSEL_FALLBACK=quiet silences the note.
 //
@@ -129,8 +131,12 @@ struct result {
 
 /// C = A @ B^T with the given layouts and kernel; checks every element of C and the guards
 /// around it. Returns what the launch printed on stderr.
+/// With `graph`: kernel::prepare first (its stderr is the result's; the choice in *choice), then
+/// the launch is captured into a CUDA graph on a new stream (cudaStreamCaptureModeGlobal), and the
+/// graph runs.
 result run_and_check(ts::kernel& k, std::int64_t M, std::int64_t N, std::int64_t K, const layout& la,
-                     const layout& lb, const layout& lc, bool expect_launch = true) {
+                     const layout& lb, const layout& lc, bool expect_launch = true, bool graph = false,
+                     ts::launch_choice* choice = nullptr) {
   strided A = make(la, M, K, kInputPoison), B = make(lb, N, K, kInputPoison);
   tb::guarded_output C(guarded(lc, M, N));
   fill_random(A, 1000 + M + K);
@@ -141,11 +147,32 @@ result run_and_check(ts::kernel& k, std::int64_t M, std::int64_t N, std::int64_t
 
   result out;
   ::testing::internal::CaptureStderr();
+  const ts::tensor_arg c_view = ts::view<ts::bf16>(C.data(), {M, N}, {C.layout().row_stride, C.layout().col_stride});
+  cudaStream_t stream = nullptr;
+  cudaGraph_t captured = nullptr;
+  cudaGraphExec_t exec = nullptr;
   try {
-    k.launch(nullptr, tb::gemm_grid(kTile, M, N), A.view(), B.view(),
-             ts::view<ts::bf16>(C.data(), {M, N}, {C.layout().row_stride, C.layout().col_stride}));
+    if (graph) {
+      ts::launch_choice c = k.prepare(tb::gemm_grid(kTile, M, N), A.view(), B.view(), c_view);
+      if (choice) *choice = c;
+      TB_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+      TB_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    }
+    k.launch(stream, tb::gemm_grid(kTile, M, N), A.view(), B.view(), c_view);
   } catch (const ts::error& e) {
     out.error = e.what();
+  }
+  if (graph && stream) {
+    const cudaError_t end = cudaStreamEndCapture(stream, &captured);
+    EXPECT_EQ(end, cudaSuccess) << "the capture: " << cudaGetErrorString(end);
+    if (end == cudaSuccess && out.error.empty()) {
+      EXPECT_EQ(cudaGraphInstantiate(&exec, captured, 0), cudaSuccess);
+      EXPECT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+      EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    }
+    if (exec) cudaGraphExecDestroy(exec);
+    if (captured) cudaGraphDestroy(captured);
+    cudaStreamDestroy(stream);
   }
   out.stderr_text = ::testing::internal::GetCapturedStderr();
   std::printf("%s", out.stderr_text.c_str());
@@ -249,6 +276,42 @@ INSTANTIATE_TEST_SUITE_P(Schedules, TmaFallback,
                                                               ts::schedule::cooperative, ts::schedule::pingpong),
                                             ::testing::ValuesIn(kFallbackCases)),
                          fallback_name);
+
+// ---- CUDA graphs ---------------------------------------------------------------------------------
+
+// kernel::prepare compiles the variant a launch needs (and, on a thread with a current context,
+// loads its module), so that the launch inside a stream capture does only what every launch does:
+// check, encode the TMA descriptors, enqueue. The captured graph must compute C.
+
+TEST(GraphCapture, APreparedKernelRunsInACapturedGraph) {
+  TESSEL_REQUIRE_GPU();
+  scoped_env fresh("TESSEL_DISABLE_CACHE", "1");
+  for (ts::schedule s : {ts::schedule::tma, ts::schedule::pingpong, ts::schedule::automatic}) {
+    SCOPED_TRACE(tb::schedule_name(s));
+    ts::kernel k = jit(s);
+    ts::launch_choice c;
+    result r = run_and_check(k, 200, 136, 96, kRow, kRow, kRow, true, /*graph=*/true, &c);
+    EXPECT_EQ(r.error, "");
+    EXPECT_EQ(r.stderr_text, "");
+    EXPECT_FALSE(c.fallback);
+  }
+}
+
+TEST(GraphCapture, APreparedFallbackRunsInACapturedGraph) {
+  TESSEL_REQUIRE_GPU();
+  scoped_env fresh("TESSEL_DISABLE_CACHE", "1");
+  scoped_env policy("TESSEL_FALLBACK", nullptr);
+  ts::kernel k = jit(ts::schedule::cooperative);
+  ts::launch_choice c;
+  result r = run_and_check(k, 200, 136, 96, {"A+1", 0, 0, 1}, kRow, kRow, true, /*graph=*/true, &c);
+  EXPECT_EQ(r.error, "");
+  EXPECT_TRUE(c.fallback);
+  EXPECT_EQ(c.variant, "multistage");
+  EXPECT_EQ(c.resources.schedule, "multistage");
+  // The note comes from prepare, once.
+  EXPECT_NE(r.stderr_text.find("argument 0: data address"), std::string::npos) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("launching the schedule multistage variant instead"), std::string::npos);
+}
 
 // ---- strided C ---------------------------------------------------------------------------------
 

@@ -918,6 +918,14 @@ launch_choice prepare(kernel_impl& kernel, grid g, std::span<const tensor_arg> a
   if (&k != &kernel.compiled())
     c.variant = k.variant;
   c.resources = resourcesOf(k);
+  // On a thread with a current CUDA context, the module is loaded there too (checking the
+  // architecture and shared-memory limits), so that the launch after prepare, in a CUDA graph
+  // capture say, loads nothing. Without a GPU or a current context it is left to the launch.
+  if (const CudaDriver* d = cudaDriver()) {
+    CUcontext ctx = nullptr;
+    if (d->cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx)
+      variant.functionFor(ctx);
+  }
   return c;
 }
 

@@ -177,8 +177,9 @@ public:
   /// What launch(stream, g, args...) would run, without launching and without a GPU: checks the
   /// arguments as launch does (the same errors, except those that need the device: host memory, a
   /// foreign stream), compiles once the variant they need, if any, and says which kernel that is.
-  /// A later launch with arguments of the same layout reuses it. For moving a variant's compile out
-  /// of the first launch (before a timed region or a CUDA graph capture), and for seeing whether
+  /// A later launch with arguments of the same layout reuses it. On a thread with a current CUDA
+  /// context it also loads that kernel's module there. For moving a variant's compile out of the
+  /// first launch (before a timed region or a CUDA graph capture), and for seeing whether
   /// arguments take a layout variant or the multistage fallback.
   template <class... Args>
     requires(detail::launch_arg<Args> && ...)
