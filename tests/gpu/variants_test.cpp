@@ -10,7 +10,8 @@
 //    1 or 8 elements, in every schedule (C goes through the register path or the TMA-store
 //    epilogue's copy-out path with the real strides); no fallback, no note.
 //  * GraphCapture: kernel::prepare, then the launch captured into a CUDA graph, which runs and
-//    computes C (the kernel ts::jit compiled, and the multistage fallback).
+//    computes C (the kernel ts::jit compiled in four schedules with whole tiles, and the
+//    multistage fallback).
 //  * FallbackKnob: TESSEL_FALLBACK=error makes the fallback a tessel::error (the process and the
 //    kernel stay usable), TESSEL_FALLBACK=quiet silences the note.
 //
@@ -159,7 +160,7 @@ result run_and_check(ts::kernel& k, std::int64_t M, std::int64_t N, std::int64_t
       TB_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
     }
     k.launch(stream, tb::gemm_grid(kTile, M, N), A.view(), B.view(), c_view);
-  } catch (const ts::error& e) {
+  } catch (const std::exception& e) {  // a tessel::error, or a failing CUDA call of the test's
     out.error = e.what();
   }
   if (graph && stream) {
@@ -281,14 +282,26 @@ INSTANTIATE_TEST_SUITE_P(Schedules, TmaFallback,
 
 // kernel::prepare compiles the variant a launch needs (and, on a thread with a current context,
 // loads its module), so that the launch inside a stream capture does only what every launch does:
-// check, encode the TMA descriptors, enqueue. The captured graph must compute C.
+// check, encode the TMA descriptors, enqueue. The captured graph must compute C. Whole tiles:
+// a stream-K kernel's first launch on a stream allocates the stream's workspace, which no capture
+// may contain (README, Schedules).
+
+/// The jit() kernel with whole tiles (no stream-K workspace).
+ts::kernel jit_whole_tiles(ts::schedule s) {
+  ts::options o;
+  o.schedule = s;
+  o.stages = 3;
+  o.decomposition = ts::decomposition::data_parallel;
+  return tb::jit_gemm(tb::gemm_variant::plain, kTile, o);
+}
 
 TEST(GraphCapture, APreparedKernelRunsInACapturedGraph) {
   TESSEL_REQUIRE_GPU();
   scoped_env fresh("TESSEL_DISABLE_CACHE", "1");
-  for (ts::schedule s : {ts::schedule::tma, ts::schedule::pingpong, ts::schedule::automatic}) {
+  for (ts::schedule s : {ts::schedule::tma, ts::schedule::warp_specialized, ts::schedule::cooperative,
+                         ts::schedule::pingpong}) {
     SCOPED_TRACE(tb::schedule_name(s));
-    ts::kernel k = jit(s);
+    ts::kernel k = jit_whole_tiles(s);
     ts::launch_choice c;
     result r = run_and_check(k, 200, 136, 96, kRow, kRow, kRow, true, /*graph=*/true, &c);
     EXPECT_EQ(r.error, "");
@@ -301,7 +314,7 @@ TEST(GraphCapture, APreparedFallbackRunsInACapturedGraph) {
   TESSEL_REQUIRE_GPU();
   scoped_env fresh("TESSEL_DISABLE_CACHE", "1");
   scoped_env policy("TESSEL_FALLBACK", nullptr);
-  ts::kernel k = jit(ts::schedule::cooperative);
+  ts::kernel k = jit_whole_tiles(ts::schedule::cooperative);
   ts::launch_choice c;
   result r = run_and_check(k, 200, 136, 96, {"A+1", 0, 0, 1}, kRow, kRow, true, /*graph=*/true, &c);
   EXPECT_EQ(r.error, "");

@@ -920,7 +920,10 @@ launch_choice prepare(kernel_impl& kernel, grid g, std::span<const tensor_arg> a
   c.resources = resourcesOf(k);
   // On a thread with a current CUDA context, the module is loaded there too (checking the
   // architecture and shared-memory limits), so that the launch after prepare, in a CUDA graph
-  // capture say, loads nothing. Without a GPU or a current context it is left to the launch.
+  // capture say, loads nothing. Without a GPU or a current context it is left to the launch, and
+  // so it is for an empty problem, which launches nothing (launch contract 3).
+  if (nothingToDo(k, args, g))
+    return c;
   if (const CudaDriver* d = cudaDriver()) {
     CUcontext ctx = nullptr;
     if (d->cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx)

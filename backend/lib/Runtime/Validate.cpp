@@ -401,7 +401,7 @@ void validateCommonArgs(const CompiledKernel& k, std::span<const tensor_arg> arg
       fail("innermost stride (" + dimName(inner) + ") must be 1, got " + std::to_string(a.strides[inner]) +
            ": the kernel assumes a contiguous innermost dimension");
     if (!empty && a.data == nullptr)
-      fail("data pointer is null");
+      fail("data pointer is null (only an empty tensor, one with a dimension of size 0, may be null)");
     if (a.data && reinterpret_cast<std::uintptr_t>(a.data) % elem != 0)
       fail("data address " + hexAddress(a.data) + " is not aligned to its element size (" +
            std::to_string(elem) + " bytes)");

@@ -303,7 +303,8 @@ TEST_F(CachedLaunch, AnyChangedFieldIsCheckedAgain) {
        "tessel: kernel 'gemm' argument 0: data address 0x7f0000100008 is not 16-byte aligned (TMA requires a "
        "16-byte aligned base address)"},
       {"pointer, null", [](auto& a, grid&) { a[2].data = nullptr; },
-       "tessel: kernel 'gemm' argument 2: data pointer is null"},
+       "tessel: kernel 'gemm' argument 2: data pointer is null (only an empty tensor, one with a dimension of size "
+       "0, may be null)"},
       {"size", [](auto& a, grid&) { a[2].sizes[0] = 128; }, nullptr},
       {"size, negative", [](auto& a, grid&) { a[2].sizes[1] = -1; },
        "tessel: kernel 'gemm' argument 2: size of dimension 1 is -1; sizes must be >= 0"},

@@ -242,8 +242,9 @@ void validateCompiledKernel(const CompiledKernel& k);
 ///    dimension of size > 1) × element size a multiple of 16 bytes and below
 ///    2^40;
 ///  - the largest element offset fits in 63 bits.
-/// And for the grid: every extent >= 1, x <= 2^31-1, y and z <= 65535, and
-/// each extent a multiple of the kernel's cluster extent.
+/// And for the grid: x <= 2^31-1, y and z <= 65535, and each extent a multiple
+/// of the kernel's cluster extent (an extent of 0 is an empty problem: nothing is
+/// launched, launch contract 3).
 void validateArgs(const CompiledKernel& k, std::span<const tensor_arg> args, grid g);
 /// validateArgs without the TMA rules (what every variant of a kernel shares).
 void validateCommonArgs(const CompiledKernel& k, std::span<const tensor_arg> args, grid g);

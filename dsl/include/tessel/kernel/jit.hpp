@@ -174,13 +174,16 @@ public:
     detail::launch(impl(), stream, g, args);
   }
 
-  /// What launch(stream, g, args...) would run, without launching and without a GPU: checks the
-  /// arguments as launch does (the same errors, except those that need the device: host memory, a
-  /// foreign stream), compiles once the variant they need, if any, and says which kernel that is.
-  /// A later launch with arguments of the same layout reuses it. On a thread with a current CUDA
-  /// context it also loads that kernel's module there. For moving a variant's compile out of the
-  /// first launch (before a timed region or a CUDA graph capture), and for seeing whether
-  /// arguments take a layout variant or the multistage fallback.
+  /// What launch(stream, g, args...) would run, without launching; needs no GPU. Checks the
+  /// arguments as launch does (the same errors, except those only a GPU can raise: no GPU, host
+  /// memory, a stream of another context, a faulted context), compiles once the variant they
+  /// need, if any, and says which kernel that is. A later launch whose arguments have the same
+  /// layout and alignment (and, under schedule::automatic, the same K and grid) reuses it. On a
+  /// thread with a current CUDA context it also loads that kernel's module there (and may then
+  /// throw what loading throws: architecture, shared memory). For moving a variant's compile out
+  /// of the first launch (before a timed region or a CUDA graph capture: see the README for what
+  /// stream-K still needs), and for seeing whether arguments take a layout variant or the
+  /// multistage fallback.
   template <class... Args>
     requires(detail::launch_arg<Args> && ...)
   launch_choice prepare(grid g, const Args&... args) const {

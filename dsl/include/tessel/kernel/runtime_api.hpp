@@ -135,7 +135,7 @@ struct kernel_resources {
 struct launch_choice {
   /// "" for the kernel ts::jit compiled; otherwise the launch-time variant's name, as
   /// TESSEL_VERBOSE prints it: a layout variant ("pingpong-L01_"), schedule::automatic's choice
-  /// for the launch's shape, or the multistage fallback ("multistage-L___").
+  /// for the launch's shape, or the multistage fallback ("multistage", "multistage-L0__").
   std::string variant;
   /// The schedule `multistage` fallback: an argument breaks TMA's rules (TESSEL_FALLBACK).
   bool fallback = false;
@@ -158,8 +158,9 @@ TESSEL_API void abandon_trace() noexcept;
 /// (a CUstream, nullptr = default stream), first compiling (once) the variant the
 /// arguments' layouts and alignment need, if any. Throws tessel::error.
 TESSEL_API void launch(kernel_impl& k, void* stream, grid g, std::span<const tensor_arg> args);
-/// launch's steps 0 and 1 (select, validateArgs) without a GPU: the variant a launch with `args`
-/// runs, compiled. Throws the tessel::error launch would throw for them there.
+/// launch's steps 0 and 1 (select, validateArgs), which need no GPU: the variant a launch with
+/// `args` runs, compiled (and loaded into the current CUDA context, if there is one). Throws the
+/// tessel::error launch would throw for them there.
 TESSEL_API launch_choice prepare(kernel_impl& k, grid g, std::span<const tensor_arg> args);
 /// Text of a compiled stage: the names kernel::stage (jit.hpp) lists ("tessel", a pass's name,
 /// "ll", "opt.ll", "ptx", "ptxas.log", "cubin", "sass") or a dump file's name.
