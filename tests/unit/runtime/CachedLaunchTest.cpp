@@ -213,6 +213,57 @@ TEST_F(CachedLaunch, ErrorsAreTheFullPathsOnes) {
   EXPECT_EQ(calls.launches, 1);
 }
 
+TEST_F(CachedLaunch, AFallbackIsCachedAndTesselFallbackErrorStillRefusesIt) {
+  // A tma kernel whose A breaks TMA's rules runs the multistage fallback; the second launch is a
+  // cached one, but once TESSEL_FALLBACK=error is set the cached fallback must refuse as the full
+  // path does (select reports the fallback; the launch record keeps it).
+  ScopedEnv policy{"TESSEL_FALLBACK", "quiet"};
+  CompiledKernel tma = gemmKernel();
+  tma.schedule = "tma";
+  kernel = runtime::makeKernel(tma, [](const detail::VariantRequest& r) {
+    CompiledKernel k = multistageGemmKernel();
+    k.variant = r.tag;
+    return k;
+  });
+  paramCount = multistageGemmKernel().params.size();
+  args[0].data = fakeAddress(0x7f0000100008);  // not 16-byte aligned
+  launch();
+  launch();
+  EXPECT_EQ(calls.launches, 2);
+  EXPECT_EQ(calls.pointerAttributes, 3) << "the second fallback launch was not a cached one";
+  EXPECT_EQ(calls.encodes, 0);  // multistage: no TMA descriptor
+  {
+    ScopedEnv strict{"TESSEL_FALLBACK", "error"};
+    EXPECT_THAT([&] { launch(); },
+                ThrowsMessage<tessel::error>(HasSubstr("TESSEL_FALLBACK=error forbids falling back to schedule "
+                                                       "multistage")));
+  }
+  EXPECT_EQ(calls.launches, 2);
+}
+
+TEST_F(CachedLaunch, AnEmptyKIsNotAFallbackAndIsCachedUnderTesselFallbackError) {
+  // K == 0: TMA cannot describe the empty A and B, so select launches the multistage variant -
+  // not a fallback for a broken rule (launch contract 3): TESSEL_FALLBACK=error lets it run, and
+  // its repeat is a cached launch.
+  ScopedEnv strict{"TESSEL_FALLBACK", "error"};
+  CompiledKernel tma = gemmKernel();
+  tma.schedule = "tma";
+  tma.args[2].stored = true;  // C is the output: a K == 0 GEMM still writes it
+  kernel = runtime::makeKernel(tma, [](const detail::VariantRequest& r) {
+    CompiledKernel k = multistageGemmKernel();
+    k.args[2].stored = true;
+    k.variant = r.tag;
+    return k;
+  });
+  paramCount = multistageGemmKernel().params.size();
+  args[0].sizes[1] = 0;  // A: 256 x 0
+  args[1].sizes[1] = 0;  // B: 128 x 0
+  launch();
+  launch();
+  EXPECT_EQ(calls.launches, 2);
+  EXPECT_EQ(calls.pointerAttributes, 1) << "the second K == 0 launch was not a cached one";  // C only
+}
+
 TEST_F(CachedLaunch, DebugAndVerboseLaunchesAreNeverCached) {
   {
     ScopedEnv on("TESSEL_DEBUG", "1");

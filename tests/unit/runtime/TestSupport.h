@@ -90,6 +90,23 @@ inline tensor_arg tensor2d(dtype t, const void* data, std::int64_t rows, std::in
   return a;
 }
 
+/// The multistage build of gemmKernel() (what the TMA fallback compiles): pointers, sizes and
+/// strides for every argument, nothing loaded with TMA.
+inline CompiledKernel multistageGemmKernel() {
+  CompiledKernel k = gemmKernel();
+  k.schedule = "multistage";
+  k.params.clear();
+  for (int a = 0; a < 3; ++a) {
+    k.args[a].loadedByTma = false;
+    k.params.push_back({ParamSpec::Kind::Pointer, a, 0});
+    for (int d = 0; d < 2; ++d)
+      k.params.push_back({ParamSpec::Kind::Size, a, d});
+    for (int d = 0; d < 2; ++d)
+      k.params.push_back({ParamSpec::Kind::Stride, a, d});
+  }
+  return k;
+}
+
 /// Valid arguments of gemmKernel(): M = 256, N = 128, K = 512.
 inline std::vector<tensor_arg> gemmArgs() {
   return {tensor2d(dtype::bf16, fakeAddress(0x7f0000100000), 256, 512, 512),

@@ -207,21 +207,8 @@ CompiledKernel tmaGemm() {
   return k;
 }
 
-/// The multistage build of the same kernel: pointers, sizes and strides for every argument.
-CompiledKernel multistageGemm() {
-  CompiledKernel k = gemmKernel();
-  k.schedule = "multistage";
-  k.params.clear();
-  for (int a = 0; a < 3; ++a) {
-    k.args[a].loadedByTma = false;
-    k.params.push_back({ParamSpec::Kind::Pointer, a, 0});
-    for (int d = 0; d < 2; ++d)
-      k.params.push_back({ParamSpec::Kind::Size, a, d});
-    for (int d = 0; d < 2; ++d)
-      k.params.push_back({ParamSpec::Kind::Stride, a, d});
-  }
-  return k;
-}
+/// The multistage build of the same kernel (TestSupport.h).
+CompiledKernel multistageGemm() { return multistageGemmKernel(); }
 
 /// A VariantCompiler that records its requests. `honourLayouts`: a layout variant's TMA
 /// descriptors take the requested dimension as innermost (as the lowering will once it reads
