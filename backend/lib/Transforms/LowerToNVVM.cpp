@@ -988,6 +988,32 @@ LogicalResult KernelBuilder::readPlan() {
     emptyBarOff = *empty;
     emptyArrivals = arrivals.getInt();
   }
+  // The ring against the layout tessel-allocate-resources made for it (planSharedMemory): an
+  // edited stage count under the old layout would put the last stages' slots over the next region
+  // or past the end of shared memory, and a huge one would unroll the barriers' setup for ever.
+  const int64_t operandBytes =
+      cast<RankedTensorType>(gemm->dot.getA().getType()).getElementType().getIntOrFloatBitWidth() / 8;
+  const SharedMemoryMap smem =
+      planSharedMemory(sched.getKind(), gemm->ringTile(), operandBytes, ringOp.getStages());
+  if (!smem.fits())
+    return ringOp.emitError() << ringOp.getStages() << " stages of " << smem.stageBytes
+                              << " bytes do not fit in shared memory (" << smem.budget
+                              << " bytes for the ring and the staging buffers)";
+  if (ringOp.getStageBytes() != smem.stageBytes)
+    return ringOp.emitError() << "stage_bytes " << ringOp.getStageBytes() << " is not the "
+                              << smem.stageBytes << " bytes of one stage's A and B tiles";
+  if (*bo != smem.b || resourcesOp.getSmemBytes() != smem.bytes ||
+      (!multistage &&
+       (stagingOff != smem.staging || fullBarOff != smem.full || emptyBarOff != smem.empty)))
+    return resourcesOp.emitError()
+           << "the shared-memory layout is not the one of the ring's " << ringOp.getStages()
+           << " stages of " << smem.stageBytes << " bytes (smem_bytes " << smem.bytes << ", b "
+           << smem.b
+           << (multistage ? std::string()
+                          : ", staging " + std::to_string(smem.staging) + ", full " +
+                                std::to_string(smem.full) + ", empty " +
+                                std::to_string(smem.empty))
+           << "): run tessel-allocate-resources again after editing the ring";
   // Each store's path (tessel-lower-epilogue): one the builder has, and "reduce_atomic" exactly
   // for the {combine} stores of a tessel.reduce (an edited plan may say otherwise).
   for (Operation &op : fn.getBody().front()) {

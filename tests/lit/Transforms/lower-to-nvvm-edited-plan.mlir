@@ -3,7 +3,9 @@
 // scripts/fuzz-compile --mutate): a store path changed to 'reduce_atomic' for a store that is not
 // a reduction, and a multistage warp tile that does not cover the CTA tile. Edits that compiled to
 // a wrong kernel are errors too: k_steps that skip part of BK, row blocks a warpgroup does not
-// hold, and a wait depth that releases a stage wgmma still reads.
+// hold, and a wait depth that releases a stage wgmma still reads. So are a ring whose stage count
+// or stage size no longer matches the shared-memory layout of stage 08 (2^31 - 1 stages hung
+// tessel-opt; 6 under a layout for 4 built a kernel whose last stages overlap the staging buffers).
 // RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=cooperative" --tessel-plan-pipeline \
 // RUN:   | sed -e 's/hopper.store = "tma_store"/hopper.store = "reduce_atomic"/' \
 // RUN:   | not tessel-opt --tessel-build-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=PATH
@@ -25,6 +27,15 @@
 // RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=cooperative" --tessel-plan-pipeline \
 // RUN:   | sed -e 's/hopper.mma_schedule "wgmma"/hopper.mma_schedule "mma.sync"/' \
 // RUN:   | not tessel-opt --tessel-build-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=INSTR
+// RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=cooperative" --tessel-plan-pipeline \
+// RUN:   | sed -e 's/hopper.ring "ab" stages 4/hopper.ring "ab" stages 6/' \
+// RUN:   | not tessel-opt --tessel-build-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=LAYOUT
+// RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=cooperative" --tessel-plan-pipeline \
+// RUN:   | sed -e 's/hopper.ring "ab" stages 4/hopper.ring "ab" stages 2147483647/' \
+// RUN:   | not tessel-opt --tessel-build-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=HUGE
+// RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=multistage" --tessel-plan-pipeline \
+// RUN:   | sed -e 's/hopper.ring "ab" stages \([0-9]*\) copy "cp.async" stage_bytes 32768/hopper.ring "ab" stages \1 copy "cp.async" stage_bytes 16384/' \
+// RUN:   | not tessel-opt --tessel-build-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=BYTES
 
 // PATH: error: store path 'reduce_atomic' is the path of a {combine} store of a tessel.reduce, and the only one: got 'reduce_atomic' for another store
 // FRAGMENTS: error: store path 'fragments' is not built for a wgmma kernel (multistage stores take 'fragments', the others do not)
@@ -33,3 +44,6 @@
 // ROWS: error: schedule 'cooperative' holds 1 row block(s) of 64 per warpgroup for BM = 128, got row_blocks 2
 // WAIT: error: wait_depth must be 0 or 1 (a stage is released once the wgmma group after it was issued and the one reading it retired), got 2
 // INSTR: error: a tma ring feeds wgmma, not mma.sync
+// LAYOUT: error: the shared-memory layout is not the one of the ring's 6 stages of 32768 bytes
+// HUGE: error: 2147483647 stages of 32768 bytes do not fit in shared memory
+// BYTES: error: stage_bytes 16384 is not the 32768 bytes of one stage's A and B tiles
