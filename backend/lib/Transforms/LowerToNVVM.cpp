@@ -937,6 +937,45 @@ LogicalResult KernelBuilder::readPlan() {
   pingpong = wsOp && wsOp.getOrder() == "pingpong";
   rowBlocks = mmaOp.getRowBlocks();
   waitDepth = mmaOp.getWaitDepth();
+  // The tile, the tile walk and the threads must be those of this program and of these roles
+  // (each edit below compiled, without a word, a kernel that skips tiles, columns or k-steps, or
+  // launches warpgroups the roles do not have; found by reading the builder after
+  // scripts/fuzz-compile --mutate):
+  //  - the schedule's tile is the dot's (BM x BN, step BK): the epilogue stores tile[1] columns
+  //    and the k-loop steps by the traced loop's step;
+  //  - only a producer warpgroup walks tiles: tma and multistage compute one tile per CTA, so a
+  //    persistent launch (min(tiles, SMs) CTAs) would leave tiles unwritten;
+  //  - the grouped raster divides by raster_group (0 means program ids from %ctaid, for the
+  //    one-tile-per-CTA schedules only);
+  //  - threads are 128 per warpgroup of the roles (multistage: its warp grid, lowerAllWarps).
+  {
+    ArrayRef<int64_t> tile = sched.getTile();
+    if (tile.size() != 3 || tile[0] != gemm->tileM || tile[1] != gemm->tileN || tile[2] != gemm->tileK)
+      return schedulerOp.emitError()
+             << "the schedule's tile " << (tile.size() == 3 ? std::to_string(tile[0]) + "x" +
+                                                                 std::to_string(tile[1]) + "x" +
+                                                                 std::to_string(tile[2])
+                                                           : std::string("(not 3 sizes)"))
+             << " is not the dot's " << gemm->tileM << "x" << gemm->tileN << " tile with step "
+             << gemm->tileK;
+    const bool walker = wsOp && wsOp.getProducer() == "warpgroup";
+    if (persistent && !walker)
+      return schedulerOp.emitError()
+             << "a persistent tile scheduler needs a producer warpgroup to walk the tiles "
+                "(schedules tma and multistage compute one tile per CTA)";
+    if ((persistent || multistage) && schedulerOp.getRasterGroup() < 1)
+      return schedulerOp.emitError()
+             << "raster_group must be at least 1 for a persistent tile scheduler or a multistage "
+                "kernel (0 means program ids from %ctaid, for one tile per CTA), got "
+             << schedulerOp.getRasterGroup();
+    if (!multistage) {
+      const int64_t want = ((walker ? 1 : 0) + wsOp.getConsumers()) * 128;
+      if (resourcesOp.getThreads() != want)
+        return resourcesOp.emitError()
+               << "threads " << resourcesOp.getThreads() << " are not the roles' "
+               << (walker ? 1 : 0) + wsOp.getConsumers() << " warpgroups x 128 = " << want;
+    }
+  }
   if ((!multistage && mmaOp.getInstr() != "wgmma") || (multistage && mmaOp.getInstr() != "mma.sync"))
     return mmaOp.emitError() << "a " << ringOp.getCopy() << " ring feeds "
                              << (multistage ? "mma.sync" : "wgmma") << ", not " << mmaOp.getInstr();
@@ -1037,6 +1076,26 @@ LogicalResult KernelBuilder::readPlan() {
                                   "stores take 'fragments', the others do not)";
   }
   DictionaryAttr ids = resourcesOp.getBarriers();
+  // Named barriers: ids 1..15 (0 is the whole CTA's bar.sync 0), none shared between the
+  // consumers' epilogues, pingpong's turns and cooperative stream-K's barrier (each is used with
+  // its own thread count; a shared id deadlocks or is undefined), consecutive within a kind (the
+  // builder adds the consumer's index to the first).
+  {
+    llvm::SmallDenseSet<int64_t> seen;
+    for (NamedAttribute kind : ids) {
+      auto list = dyn_cast<DenseI64ArrayAttr>(kind.getValue());
+      if (!list)
+        return resourcesOp.emitError() << "barriers." << kind.getName().getValue()
+                                       << " must be an array of ids";
+      for (auto [i, id] : llvm::enumerate(list.asArrayRef())) {
+        if (id < 1 || id > 15 || !seen.insert(id).second || id != list[0] + static_cast<int64_t>(i))
+          return resourcesOp.emitError()
+                 << "named barrier ids must be distinct, in [1, 15] and consecutive within a kind "
+                    "(0 is the CTA's bar.sync 0): barriers."
+                 << kind.getName().getValue() << " has " << id;
+      }
+    }
+  }
   if (auto c = ids.getAs<DenseI64ArrayAttr>("consumer"); c && !c.empty())
     consumerBarrierBase = c[0];
   if (auto t = ids.getAs<DenseI64ArrayAttr>("turn"); t && !t.empty())

@@ -5,7 +5,10 @@
 // a wrong kernel are errors too: k_steps that skip part of BK, row blocks a warpgroup does not
 // hold, and a wait depth that releases a stage wgmma still reads. So are a ring whose stage count
 // or stage size no longer matches the shared-memory layout of stage 08 (2^31 - 1 stages hung
-// tessel-opt; 6 under a layout for 4 built a kernel whose last stages overlap the staging buffers).
+// tessel-opt; 6 under a layout for 4 built a kernel whose last stages overlap the staging buffers),
+// and, found by reading the builder, threads that are not the roles', a raster group of 0 for a
+// tile walk that divides by it, a persistent scheduler for a schedule that computes one tile per
+// CTA, a schedule tile that is not the dot's, and named barrier ids shared between kinds.
 // RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=cooperative" --tessel-plan-pipeline \
 // RUN:   | sed -e 's/hopper.store = "tma_store"/hopper.store = "reduce_atomic"/' \
 // RUN:   | not tessel-opt --tessel-build-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=PATH
@@ -36,6 +39,21 @@
 // RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=multistage" --tessel-plan-pipeline \
 // RUN:   | sed -e 's/hopper.ring "ab" stages \([0-9]*\) copy "cp.async" stage_bytes 32768/hopper.ring "ab" stages \1 copy "cp.async" stage_bytes 16384/' \
 // RUN:   | not tessel-opt --tessel-build-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=BYTES
+// RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=cooperative" --tessel-plan-pipeline \
+// RUN:   | sed -e 's/hopper.resources threads 384/hopper.resources threads 256/' \
+// RUN:   | not tessel-opt --tessel-build-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=THREADS
+// RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=multistage" --tessel-plan-pipeline \
+// RUN:   | sed -e 's/raster_group 8/raster_group 0/' \
+// RUN:   | not tessel-opt --tessel-build-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=RASTER
+// RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=tma" --tessel-plan-pipeline \
+// RUN:   | sed -e 's/hopper.tile_scheduler "grid"/hopper.tile_scheduler "persistent"/' \
+// RUN:   | not tessel-opt --tessel-build-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=WALK
+// RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=pingpong" --tessel-plan-pipeline \
+// RUN:   | sed -e 's/tile = \[128, 128, 64\]/tile = [128, 64, 64]/' \
+// RUN:   | not tessel-opt --tessel-build-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=TILE
+// RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=pingpong" --tessel-plan-pipeline \
+// RUN:   | sed -e 's/turn = array<i64: 3, 4>/turn = array<i64: 2, 3>/' \
+// RUN:   | not tessel-opt --tessel-build-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=BARRIER
 
 // PATH: error: store path 'reduce_atomic' is the path of a {combine} store of a tessel.reduce, and the only one: got 'reduce_atomic' for another store
 // FRAGMENTS: error: store path 'fragments' is not built for a wgmma kernel (multistage stores take 'fragments', the others do not)
@@ -47,3 +65,8 @@
 // LAYOUT: error: the shared-memory layout is not the one of the ring's 6 stages of 32768 bytes
 // HUGE: error: 2147483647 stages of 32768 bytes do not fit in shared memory
 // BYTES: error: stage_bytes 16384 is not the 32768 bytes of one stage's A and B tiles
+// THREADS: error: threads 256 are not the roles' 3 warpgroups x 128 = 384
+// RASTER: error: raster_group must be at least 1 for a persistent tile scheduler or a multistage kernel (0 means program ids from %ctaid, for one tile per CTA), got 0
+// WALK: error: a persistent tile scheduler needs a producer warpgroup to walk the tiles (schedules tma and multistage compute one tile per CTA)
+// TILE: error: the schedule's tile 128x64x64 is not the dot's 128x128 tile with step 64
+// BARRIER: error: named barrier ids must be distinct, in [1, 15] and consecutive within a kind (0 is the CTA's bar.sync 0): barriers.turn has 2
