@@ -968,6 +968,17 @@ LogicalResult KernelBuilder::readPlan() {
              << "raster_group must be at least 1 for a persistent tile scheduler or a multistage "
                 "kernel (0 means program ids from %ctaid, for one tile per CTA), got "
              << schedulerOp.getRasterGroup();
+    // hopper.epilogue records what the tile scheduler (the stream-K fixup) and the roles (two
+    // staging buffers per consumer of a producer warpgroup) decided, and the builder follows
+    // those: an edit of it alone would change nothing, so it is refused, naming what to edit.
+    const StringRef fixup = schedulerOp.getStreamK() ? "stream_k" : "none";
+    const int64_t staging = walker ? 2 : 0;
+    if (epilogueOp.getFixup() != fixup || epilogueOp.getStagingBuffers() != staging)
+      return epilogueOp.emitError()
+             << "hopper.epilogue records the tile scheduler's and the roles' decisions "
+                "(staging_buffers "
+             << staging << " fixup \"" << fixup
+             << "\" here): edit hopper.tile_scheduler or hopper.warp_specialize instead";
     if (!multistage) {
       const int64_t want = ((walker ? 1 : 0) + wsOp.getConsumers()) * 128;
       if (resourcesOp.getThreads() != want)

@@ -54,6 +54,9 @@
 // RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=pingpong" --tessel-plan-pipeline \
 // RUN:   | sed -e 's/turn = array<i64: 3, 4>/turn = array<i64: 2, 3>/' \
 // RUN:   | not tessel-opt --tessel-build-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=BARRIER
+// RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=cooperative" --tessel-plan-pipeline \
+// RUN:   | sed -e 's/fixup "stream_k"/fixup "none"/' \
+// RUN:   | not tessel-opt --tessel-build-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=EPILOGUE
 
 // PATH: error: store path 'reduce_atomic' is the path of a {combine} store of a tessel.reduce, and the only one: got 'reduce_atomic' for another store
 // FRAGMENTS: error: store path 'fragments' is not built for a wgmma kernel (multistage stores take 'fragments', the others do not)
@@ -70,3 +73,4 @@
 // WALK: error: a persistent tile scheduler needs a producer warpgroup to walk the tiles (schedules tma and multistage compute one tile per CTA)
 // TILE: error: the schedule's tile 128x64x64 is not the dot's 128x128 tile with step 64
 // BARRIER: error: named barrier ids must be distinct, in [1, 15] and consecutive within a kind (0 is the CTA's bar.sync 0): barriers.turn has 2
+// EPILOGUE: error: hopper.epilogue records the tile scheduler's and the roles' decisions (staging_buffers 2 fixup "stream_k" here): edit hopper.tile_scheduler or hopper.warp_specialize instead
