@@ -125,16 +125,6 @@ runtime::CudaDriver fakeDriver() {
   return d;
 }
 
-tensor_arg vectorArg1d(const void* data, std::int64_t n) {
-  tensor_arg a;
-  a.data = data;
-  a.type = dtype::f32;
-  a.rank = 1;
-  a.sizes = {n, 0, 0};
-  a.strides = {1, 0, 0};
-  return a;
-}
-
 class CachedLaunch : public ::testing::Test {
 protected:
   runtime::CudaDriver driver = fakeDriver();
@@ -426,7 +416,7 @@ TEST_F(CachedLaunch, NewScalarValuesReplaceOnlyTheirParameter) {
   k.ptx = "// not assembled\n";
   kernel = runtime::makeKernel(k);
   paramCount = 2;  // the fake launch reads 8 bytes per parameter: the scalars are read below
-  tensor_arg x = vectorArg1d(fakeAddress(0x7f0000100000), 256);
+  tensor_arg x = tensor1d(dtype::f32, fakeAddress(0x7f0000100000), 256);
   auto scalarF = [](double v) { tensor_arg a; a.kind = arg_kind::floating; a.floating = v; return a; };
   auto scalarI = [](std::int64_t v) { tensor_arg a; a.kind = arg_kind::integer; a.integer = v; return a; };
   std::uint32_t seenF = 0, seenI = 0;

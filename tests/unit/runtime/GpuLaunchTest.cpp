@@ -66,16 +66,6 @@ struct DeviceBuffer {
   }
 };
 
-tensor_arg vectorArg(dtype t, const void* data, std::int64_t n) {
-  tensor_arg a;
-  a.data = data;
-  a.type = t;
-  a.rank = 1;
-  a.sizes = {n, 0, 0};
-  a.strides = {1, 0, 0};
-  return a;
-}
-
 std::string assemble(const char* ptx) {
   std::string where;
   if (!runtime::ptxasAvailable(&where))
@@ -152,7 +142,7 @@ TEST_P(TmaCopy, CopiesThroughAHostEncodedDescriptor) {
 
   std::vector<tensor_arg> args = {tensor2d(dtype::f32, dIn.get(), kRows, kCols, kLd),
                                   tensor2d(dtype::f32, dOut.get(), kRows, kCols, kCols),
-                                  vectorArg(dtype::i32, dFlag.get(), 1)};
+                                  tensor1d(dtype::i32, dFlag.get(), 1)};
   grid g{static_cast<unsigned>((kCols + 15) / 16), static_cast<unsigned>((kRows + 7) / 8), 1};
   detail::launch(*kernel, nullptr, g, args);
   checkCuda(drv().cuCtxSynchronize(), "cuCtxSynchronize");
@@ -209,7 +199,7 @@ TEST_F(Gpu, ClusterDimensionsReachTheKernel) {
     auto kernel = runtime::makeKernel(clusterKernel({c, 1, 1}));
     DeviceBuffer out(8 * 2 * 4);
     out.upload(std::vector<int>(16, -1));
-    tensor_arg a = vectorArg(dtype::i32, out.get(), 16);
+    tensor_arg a = tensor1d(dtype::i32, out.get(), 16);
     detail::launch(*kernel, nullptr, {8, 1, 1}, std::span(&a, 1));
     checkCuda(drv().cuCtxSynchronize(), "cuCtxSynchronize");
     std::vector<int> h = out.download<int>(16);
@@ -223,7 +213,7 @@ TEST_F(Gpu, ClusterDimensionsReachTheKernel) {
 TEST_F(Gpu, RejectsHostAndFreedMemory) {
   auto kernel = runtime::makeKernel(addOneKernel());
   std::vector<float> host(256, 0.0f);
-  tensor_arg a = vectorArg(dtype::f32, host.data(), 256);
+  tensor_arg a = tensor1d(dtype::f32, host.data(), 256);
   EXPECT_THAT([&] { detail::launch(*kernel, nullptr, {2, 1, 1}, std::span(&a, 1)); },
               ThrowsMessage<tessel::error>(AllOf(HasSubstr("tessel: kernel 'add_one' argument 0: data pointer 0x"),
                                                  HasSubstr("is not CUDA device memory"))));
@@ -261,7 +251,7 @@ TEST_F(Gpu, CachedLaunchFollowsEveryChange) {
   DeviceBuffer buf(256 * 4), other(256 * 4);
   buf.upload(std::vector<float>(256, 0.0f));
   other.upload(std::vector<float>(256, 10.0f));
-  tensor_arg a = vectorArg(dtype::f32, buf.get(), 200);
+  tensor_arg a = tensor1d(dtype::f32, buf.get(), 200);
   for (int i = 0; i < 3; ++i)
     detail::launch(*kernel, nullptr, {2, 1, 1}, std::span(&a, 1));  // 1 full, 2 cached
   a.sizes[0] = 256;
@@ -295,7 +285,7 @@ TEST_F(Gpu, EmptyArgumentsLaunchNothing) {
   DeviceBuffer dOut(4 * 4), dFlag(4);
   dOut.upload(std::vector<float>(4, 3.0f));
   std::vector<tensor_arg> args = {tensor2d(dtype::f32, nullptr, 0, kCols, kLd),
-                                  tensor2d(dtype::f32, dOut.get(), 2, 2, 2), vectorArg(dtype::i32, dFlag.get(), 1)};
+                                  tensor2d(dtype::f32, dOut.get(), 2, 2, 2), tensor1d(dtype::i32, dFlag.get(), 1)};
   EXPECT_NO_THROW(detail::launch(*kernel, nullptr, {1, 1, 1}, args));
   checkCuda(drv().cuCtxSynchronize(), "cuCtxSynchronize");
   EXPECT_EQ(dOut.download<float>(4), std::vector<float>(4, 3.0f));
@@ -306,7 +296,7 @@ TEST_F(Gpu, ArchitectureMismatchIsExplained) {
   k.arch = "sm_100a";
   auto kernel = runtime::makeKernel(k);
   DeviceBuffer buf(1024);
-  tensor_arg a = vectorArg(dtype::f32, buf.get(), 256);
+  tensor_arg a = tensor1d(dtype::f32, buf.get(), 256);
   EXPECT_THAT([&] { detail::launch(*kernel, nullptr, {2, 1, 1}, std::span(&a, 1)); },
               ThrowsMessage<tessel::error>(AllOf(HasSubstr("tessel: kernel 'add_one' was compiled for sm_100a, but device "),
                                                  HasSubstr("cannot run it"))));
@@ -317,7 +307,7 @@ TEST_F(Gpu, SharedMemoryLimit) {
   DeviceBuffer dIn(kRows * kLd * 4), dOut(kRows * kCols * 4), dFlag(4);
   std::vector<tensor_arg> args = {tensor2d(dtype::f32, dIn.get(), kRows, kCols, kLd),
                                   tensor2d(dtype::f32, dOut.get(), kRows, kCols, kCols),
-                                  vectorArg(dtype::i32, dFlag.get(), 1)};
+                                  tensor1d(dtype::i32, dFlag.get(), 1)};
   EXPECT_THAT([&] { detail::launch(*kernel, nullptr, {3, 5, 1}, args); },
               ThrowsMessage<tessel::error>(HasSubstr(
                   "tessel: kernel 'tma_copy': out of resource: shared memory, required 307200 bytes")));
@@ -330,7 +320,7 @@ TEST_F(Gpu, ParameterListMismatchIsAnInternalError) {
   k.params.push_back({ParamSpec::Kind::Size, 0, 0});
   auto kernel = runtime::makeKernel(k);
   DeviceBuffer buf(1024);
-  tensor_arg a = vectorArg(dtype::f32, buf.get(), 256);
+  tensor_arg a = tensor1d(dtype::f32, buf.get(), 256);
   EXPECT_THAT([&] { detail::launch(*kernel, nullptr, {2, 1, 1}, std::span(&a, 1)); },
               ThrowsMessage<tessel::error>(HasSubstr(
                   "tessel: internal error: kernel 'add_one' has 2 parameters, the runtime passes 3")));
@@ -341,7 +331,7 @@ TEST_F(Gpu, DebugModeSynchronizes) {
   auto kernel = runtime::makeKernel(addOneKernel());
   DeviceBuffer buf(256 * 4);
   buf.upload(std::vector<float>(256, 0.5f));
-  tensor_arg a = vectorArg(dtype::f32, buf.get(), 200);
+  tensor_arg a = tensor1d(dtype::f32, buf.get(), 200);
   detail::launch(*kernel, nullptr, {2, 1, 1}, std::span(&a, 1));
   std::vector<float> h = buf.download<float>(256);
   EXPECT_EQ(h[0], 1.5f);
@@ -361,7 +351,7 @@ TEST_F(Gpu, ConcurrentLaunchesFromThreadsWithoutAContext) {
       try {
         // A fresh thread has no current context: the runtime makes the
         // primary context current.
-        tensor_arg a = vectorArg(dtype::f32, static_cast<float*>(buf.get()) + t * 128, 128);
+        tensor_arg a = tensor1d(dtype::f32, static_cast<float*>(buf.get()) + t * 128, 128);
         for (int i = 0; i < kLaunches; ++i)
           detail::launch(*kernel, nullptr, {1, 1, 1}, std::span(&a, 1));
         checkCuda(drv().cuCtxSynchronize(), "cuCtxSynchronize");
@@ -382,7 +372,7 @@ TEST_F(Gpu, LaunchOverhead) {
   auto kernel = runtime::makeKernel(addOneKernel());
   DeviceBuffer buf(1024 * 4);
   buf.upload(std::vector<float>(1024, 0.0f));
-  tensor_arg a = vectorArg(dtype::f32, buf.get(), 1024);
+  tensor_arg a = tensor1d(dtype::f32, buf.get(), 1024);
   detail::launch(*kernel, nullptr, {8, 1, 1}, std::span(&a, 1));
   checkCuda(drv().cuCtxSynchronize(), "cuCtxSynchronize");
   constexpr int n = 2000;

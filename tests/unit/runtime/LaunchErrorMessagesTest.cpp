@@ -40,16 +40,6 @@ tensor_arg scalarF(double v) {
   return a;
 }
 
-tensor_arg vector1d(dtype t, const void* data, std::int64_t n) {
-  tensor_arg a;
-  a.data = data;
-  a.type = t;
-  a.rank = 1;
-  a.sizes = {n, 0, 0};
-  a.strides = {1, 0, 0};
-  return a;
-}
-
 /// kernel 'scale'(X: f32 vector, alpha: ts::scalar<f32>, n: ts::scalar<i32>).
 CompiledKernel scaleKernel() {
   CompiledKernel k;
@@ -75,7 +65,7 @@ TEST(LaunchErrorMessages, ArgumentCountOfAOneArgumentKernel) {
   k.params = {{ParamSpec::Kind::Pointer, 0, 0}, {ParamSpec::Kind::Size, 0, 0}};
   k.ptx = "// not assembled in these tests\n";
   auto kernel = runtime::makeKernel(k);
-  const tensor_arg x = vector1d(dtype::f32, fakeAddress(0x7f0000100000), 64);
+  const tensor_arg x = tensor1d(dtype::f32, fakeAddress(0x7f0000100000), 64);
   std::vector<tensor_arg> two = {x, x};
   EXPECT_THAT([&] { detail::prepare(*kernel, kGrid, two); },
               ThrowsMessage<tessel::error>(StrEq("tessel: kernel 'fill': expected 1 argument, got 2")));
@@ -85,7 +75,7 @@ TEST(LaunchErrorMessages, ArgumentCountOfAOneArgumentKernel) {
 
 TEST(LaunchErrorMessages, TensorForAnI32Scalar) {
   auto kernel = runtime::makeKernel(scaleKernel());
-  const tensor_arg x = vector1d(dtype::f32, fakeAddress(0x7f0000100000), 64);
+  const tensor_arg x = tensor1d(dtype::f32, fakeAddress(0x7f0000100000), 64);
   std::vector<tensor_arg> args = {x, scalarF(1.5), x};
   EXPECT_THAT([&] { detail::prepare(*kernel, kGrid, args); },
               ThrowsMessage<tessel::error>(StrEq(
@@ -182,7 +172,7 @@ TEST(LaunchErrorMessages, TmaLoadedArgumentOfADtypeTmaCannotAddress) {
   k.params = {{ParamSpec::Kind::Pointer, 0, 0}, {ParamSpec::Kind::Size, 0, 0}};
   k.ptx = "// not assembled in these tests\n";
   auto kernel = runtime::makeKernel(k);
-  std::vector<tensor_arg> args = {vector1d(dtype::i1, fakeAddress(0x7f0000100000), 64)};
+  std::vector<tensor_arg> args = {tensor1d(dtype::i1, fakeAddress(0x7f0000100000), 64)};
   EXPECT_THAT([&] { detail::prepare(*kernel, kGrid, args); },
               ThrowsMessage<tessel::error>(StrEq("tessel: kernel 'mask' argument 0: TMA cannot address i1 tensors")));
 }

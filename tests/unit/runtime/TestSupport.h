@@ -78,6 +78,17 @@ inline CompiledKernel gemmKernel() {
 /// Fake, 16-byte aligned device addresses (validation never dereferences).
 inline const void* fakeAddress(std::uintptr_t a) { return reinterpret_cast<const void*>(a); }
 
+/// An n-element vector view with stride `stride`.
+inline tensor_arg tensor1d(dtype t, const void* data, std::int64_t n, std::int64_t stride = 1) {
+  tensor_arg a;
+  a.data = data;
+  a.type = t;
+  a.rank = 1;
+  a.sizes = {n, 0, 0};
+  a.strides = {stride, 0, 0};
+  return a;
+}
+
 /// A rows x cols view with strides {ld, inner} (row-major with leading dimension ld by default).
 inline tensor_arg tensor2d(dtype t, const void* data, std::int64_t rows, std::int64_t cols,
                            std::int64_t ld, std::int64_t inner = 1) {

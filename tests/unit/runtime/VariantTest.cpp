@@ -36,16 +36,6 @@ using runtime::contiguousDimOf;
 using runtime::layoutKey;
 using runtime::variantTag;
 
-tensor_arg view1d(dtype t, const void* data, std::int64_t n, std::int64_t s) {
-  tensor_arg a;
-  a.data = data;
-  a.type = t;
-  a.rank = 1;
-  a.sizes = {n, 0, 0};
-  a.strides = {s, 0, 0};
-  return a;
-}
-
 //===----------------------------------------------------------------------===//
 // Layout keys
 //===----------------------------------------------------------------------===//
@@ -100,9 +90,9 @@ TEST(LayoutKey, NoUnitStrideDimension) {
 }
 
 TEST(LayoutKey, OneDimensionalTensorsNeverNeedAVariant) {
-  EXPECT_EQ(contiguousDimOf(view1d(dtype::bf16, nullptr, 128, 1)), 0);
-  EXPECT_EQ(contiguousDimOf(view1d(dtype::bf16, nullptr, 128, 4)), -1);
-  EXPECT_THAT(layoutKey(std::vector<tensor_arg>{view1d(dtype::bf16, nullptr, 128, 4)}), ElementsAre(-1));
+  EXPECT_EQ(contiguousDimOf(tensor1d(dtype::bf16, nullptr, 128, 1)), 0);
+  EXPECT_EQ(contiguousDimOf(tensor1d(dtype::bf16, nullptr, 128, 4)), -1);
+  EXPECT_THAT(layoutKey(std::vector<tensor_arg>{tensor1d(dtype::bf16, nullptr, 128, 4)}), ElementsAre(-1));
 }
 
 TEST(LayoutKey, VariantTags) {
