@@ -932,6 +932,9 @@ LogicalResult KernelBuilder::readPlan() {
   if (numAccs > 1 && mmaOp.getShape()[1] != gemm->accumulatorN())
     return mmaOp.emitError() << "a dual GEMM's wgmma must be N = 2 x BN = "
                              << gemm->accumulatorN() << ", got " << mmaOp.getShape()[1];
+  // The operands' element width (setupGemm's eltBytes, which runs after the plan is read).
+  const int64_t bits =
+      cast<RankedTensorType>(gemm->dot.getA().getType()).getElementType().getIntOrFloatBitWidth();
   persistent = schedulerOp.getKind() == "persistent";
   inlineProducer = wsOp && wsOp.getProducer() == "inline";
   pingpong = wsOp && wsOp.getOrder() == "pingpong";
@@ -997,7 +1000,6 @@ LogicalResult KernelBuilder::readPlan() {
   if (!multistage) {
     ArrayRef<int64_t> shape = mmaOp.getShape();
     ArrayRef<int64_t> tile = sched.getTile();
-    const int64_t bits = cast<RankedTensorType>(gemm->dot.getA().getType()).getElementType().getIntOrFloatBitWidth();
     const int64_t k = 256 / bits, n = gemm->accumulatorN();
     const int64_t blocks = consumerRowBlocks(sched.getKind(), tile[0]);
     if (shape[1] != n || shape[2] != k || mmaOp.getKSteps() * k != tile[2])
@@ -1041,8 +1043,7 @@ LogicalResult KernelBuilder::readPlan() {
   // The ring against the layout tessel-allocate-resources made for it (planSharedMemory): an
   // edited stage count under the old layout would put the last stages' slots over the next region
   // or past the end of shared memory, and a huge one would unroll the barriers' setup for ever.
-  const int64_t operandBytes =
-      cast<RankedTensorType>(gemm->dot.getA().getType()).getElementType().getIntOrFloatBitWidth() / 8;
+  const int64_t operandBytes = bits / 8;
   const SharedMemoryMap smem =
       planSharedMemory(sched.getKind(), gemm->ringTile(), operandBytes, ringOp.getStages());
   if (!smem.fits())
