@@ -11,7 +11,7 @@
 //    epilogue's copy-out path with the real strides); no fallback, no note.
 //  * GraphCapture: kernel::prepare, then the launch captured into a CUDA graph, which runs and
 //    computes C (the kernel ts::jit compiled in four schedules with whole tiles, and the
-//    multistage fallback).
+//    multistage fallback; with prepare(stream, ...), stream-K and clustered kernels too).
 //  * FallbackKnob: TESSEL_FALLBACK=error makes the fallback a tessel::error (the process and the
 //    kernel stay usable), TESSEL_FALLBACK=quiet silences the note.
 //
@@ -134,10 +134,10 @@ struct result {
 /// around it. Returns what the launch printed on stderr.
 /// With `graph`: kernel::prepare first (its stderr is the result's; the choice in *choice), then
 /// the launch is captured into a CUDA graph on a new stream (cudaStreamCaptureModeGlobal), and the
-/// graph runs.
+/// graph runs. With `on_stream` too, prepare is kernel::prepare(stream, ...) on that stream.
 result run_and_check(ts::kernel& k, std::int64_t M, std::int64_t N, std::int64_t K, const layout& la,
                      const layout& lb, const layout& lc, bool expect_launch = true, bool graph = false,
-                     ts::launch_choice* choice = nullptr) {
+                     ts::launch_choice* choice = nullptr, bool on_stream = false) {
   strided A = make(la, M, K, kInputPoison), B = make(lb, N, K, kInputPoison);
   tb::guarded_output C(guarded(lc, M, N));
   fill_random(A, 1000 + M + K);
@@ -154,9 +154,11 @@ result run_and_check(ts::kernel& k, std::int64_t M, std::int64_t N, std::int64_t
   cudaGraphExec_t exec = nullptr;
   try {
     if (graph) {
-      ts::launch_choice c = k.prepare(tb::gemm_grid(kTile, M, N), A.view(), B.view(), c_view);
-      if (choice) *choice = c;
       TB_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+      const ts::grid g = tb::gemm_grid(kTile, M, N);
+      ts::launch_choice c = on_stream ? k.prepare(stream, g, A.view(), B.view(), c_view)
+                                      : k.prepare(g, A.view(), B.view(), c_view);
+      if (choice) *choice = c;
       TB_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
     }
     k.launch(stream, tb::gemm_grid(kTile, M, N), A.view(), B.view(), c_view);
@@ -324,6 +326,42 @@ TEST(GraphCapture, APreparedFallbackRunsInACapturedGraph) {
   // The note comes from prepare, once.
   EXPECT_NE(r.stderr_text.find("argument 0: data address"), std::string::npos) << r.stderr_text;
   EXPECT_NE(r.stderr_text.find("launching the schedule multistage variant instead"), std::string::npos);
+}
+
+// kernel::prepare(stream, ...) also makes what a stream-K kernel's first launch on a stream
+// allocates (its workspace) and what a clustered persistent kernel's first launch queries (the
+// co-resident clusters): every kernel's launch can then be captured.
+TEST(GraphCapture, AStreamPreparedKernelOfAnyKindRunsInACapturedGraph) {
+  TESSEL_REQUIRE_GPU();
+  scoped_env fresh("TESSEL_DISABLE_CACHE", "1");
+  struct variant_case {
+    const char* name;
+    ts::schedule schedule;
+    ts::decomposition decomposition;
+    std::array<int, 2> cluster;
+  };
+  const variant_case cases[] = {
+      {"cooperative stream-K", ts::schedule::cooperative, ts::decomposition::stream_k, {1, 1}},
+      {"pingpong stream-K", ts::schedule::pingpong, ts::decomposition::stream_k, {1, 1}},
+      {"cooperative cluster 2x1", ts::schedule::cooperative, ts::decomposition::data_parallel, {2, 1}},
+      {"pingpong cluster 1x2", ts::schedule::pingpong, ts::decomposition::data_parallel, {1, 2}},
+      {"tma", ts::schedule::tma, ts::decomposition::automatic, {1, 1}},
+  };
+  for (const variant_case& v : cases) {
+    SCOPED_TRACE(v.name);
+    ts::options o;
+    o.schedule = v.schedule;
+    o.stages = 3;
+    o.decomposition = v.decomposition;
+    o.cluster = v.cluster;
+    ts::kernel k = tb::jit_gemm(tb::gemm_variant::plain, kTile, o);
+    ts::launch_choice c;
+    // K 520: several k-steps for stream-K to split; 300 x 264: partial tiles on both axes.
+    result r = run_and_check(k, 300, 264, 520, kRow, kRow, kRow, true, /*graph=*/true, &c, /*on_stream=*/true);
+    EXPECT_EQ(r.error, "");
+    EXPECT_EQ(r.stderr_text, "");
+    EXPECT_FALSE(c.fallback);
+  }
 }
 
 // ---- strided C ---------------------------------------------------------------------------------

@@ -543,6 +543,15 @@ CUdeviceptr streamWorkspace(const CudaDriver& d, CUcontext ctx, CUstream s, std:
   Buffer& buf = buffers[Key{ctx, s, thread}];
   if (buf.bytes >= bytes)
     return buf.ptr;
+  // A capture cannot contain the allocation (nor the synchronization): say what to do instead of
+  // cuMemAlloc's CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, which also invalidates the capture.
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (d.cuStreamIsCapturing && d.cuStreamIsCapturing(s, &capture) == CUDA_SUCCESS &&
+      capture != CU_STREAM_CAPTURE_STATUS_NONE)
+    throw tessel::error("tessel: kernel '" + kernelName +
+                        "': this stream-K launch needs the stream's workspace, which is allocated at the "
+                        "first such launch on a stream and cannot be inside a CUDA graph capture; call "
+                        "kernel::prepare(stream, grid, args...) with this stream before the capture");
   CUdeviceptr ptr = 0;
   checkCuda(d.cuMemAlloc(&ptr, bytes), "cuMemAlloc (stream-K workspace of " + std::to_string(bytes) + " bytes)",
             kernelName);
@@ -719,18 +728,27 @@ bool launchCached(kernel_impl& kernel, CUstream s, grid g, std::span<const tenso
 
 }  // namespace
 
-void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_arg> args) {
-  CUstream s = static_cast<CUstream>(stream);
-  if (launchCached(kernel, s, g, args))
-    return;
+namespace {
 
-  kernel.countCheckedLaunch();
+/// The full path of a launch up to the driver's launch call (Kernel.h, launch steps 0-4): the
+/// variant chosen and checked, the context, the stream and the pointers checked, the parameters
+/// and TMA descriptors built, the stream-K workspace allocated and the co-resident clusters
+/// counted. Returns the record to launch, or nullptr when there is nothing to launch (launch
+/// contract 3); `choice` (if any) says which kernel that is.
+std::shared_ptr<kernel_impl::LaunchRecord> buildLaunch(kernel_impl& kernel, CUstream s, grid g,
+                                                       std::span<const tensor_arg> args, launch_choice* choice) {
   bool fellBack = false;
   LoadedKernel& variant = kernel.select(args, g, &fellBack);
   const CompiledKernel& k = variant.compiled();
   validateArgs(k, args, g);
+  if (choice) {
+    choice->fallback = fellBack;
+    if (&k != &kernel.compiled())
+      choice->variant = k.variant;
+    choice->resources = resourcesOf(k);
+  }
   if (nothingToDo(k, args, g))
-    return;  // Kernel.h, launch contract 3 (before step 2: it needs no GPU)
+    return nullptr;  // Kernel.h, launch contract 3 (before step 2: it needs no GPU)
 
   CUcontext ctx = ensureContext(s, k.name);  // throws "no GPU"
   throwIfContextFaulted(k.name);
@@ -866,15 +884,6 @@ void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_ar
     if (clusters > 0)
       config.gridDimX = std::min<unsigned>(config.gridDimX, static_cast<unsigned>(clusters) * k.cluster[0]);
   }
-  if (CUresult r = d.cuLaunchKernelEx(&config, fn, params.data(), nullptr); r != CUDA_SUCCESS)
-    throwCudaError(r, "cuLaunchKernelEx", k.name, shape());
-  const LaunchFlags flags = launchFlags();
-  if (flags.debug) {
-    checkCuda(d.cuStreamSynchronize(s), "cuStreamSynchronize after the launch (TESSEL_DEBUG)", k.name, shape());
-    return;  // not recorded: every debug launch takes the full path
-  }
-  if (flags.verbose || kernel.verbose())
-    return;  // the full path prints select()'s lines on every launch
   rec.args.assign(args.begin(), args.end());
   rec.g = g;
   rec.stream = s;
@@ -887,7 +896,52 @@ void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_ar
     if (k.params[i].kind == ParamSpec::Kind::Scalar)
       rec.scalarParams.push_back({i, k.params[i].arg, k.args[k.params[i].arg].type});
   rec.fallback = fellBack;
-  kernel.rememberLaunch(std::move(record));
+  return record;
+}
+
+/// Whether a record may be reused by the next launch with the same arguments: never under
+/// TESSEL_DEBUG (every debug launch synchronizes) or TESSEL_VERBOSE (the full path prints
+/// select()'s lines on every launch).
+bool recordable(const kernel_impl& kernel, const LaunchFlags& flags) {
+  return !flags.debug && !flags.verbose && !kernel.verbose();
+}
+
+}  // namespace
+
+void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_arg> args) {
+  CUstream s = static_cast<CUstream>(stream);
+  if (launchCached(kernel, s, g, args))
+    return;
+
+  kernel.countCheckedLaunch();
+  std::shared_ptr<kernel_impl::LaunchRecord> record = buildLaunch(kernel, s, g, args, nullptr);
+  if (!record)
+    return;
+  const kernel_impl::LaunchRecord& rec = *record;
+  const CudaDriver& d = *cudaDriver();
+  if (CUresult r = d.cuLaunchKernelEx(&rec.config, rec.function, const_cast<void**>(rec.params.data()), nullptr);
+      r != CUDA_SUCCESS)
+    throwCudaError(r, "cuLaunchKernelEx", rec.kernel->name, launchShape(*rec.kernel, g));
+  const LaunchFlags flags = launchFlags();
+  if (flags.debug)
+    checkCuda(d.cuStreamSynchronize(s), "cuStreamSynchronize after the launch (TESSEL_DEBUG)", rec.kernel->name,
+              launchShape(*rec.kernel, g));
+  if (recordable(kernel, flags))
+    kernel.rememberLaunch(std::move(record));
+}
+
+launch_choice prepare(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_arg> args) {
+  // Everything launch does but the launch call: its record becomes the kernel's last launch, so
+  // that launch(stream, g, args) right after (in a CUDA graph capture say) is a cached one, which
+  // only calls cuCtxGetCurrent and cuLaunchKernelEx. Under TESSEL_DEBUG / TESSEL_VERBOSE nothing
+  // is recorded, and that launch takes the full path again, finding the workspace and the cluster
+  // count made here.
+  launch_choice c;
+  CUstream s = static_cast<CUstream>(stream);
+  std::shared_ptr<kernel_impl::LaunchRecord> record = buildLaunch(kernel, s, g, args, &c);
+  if (record && recordable(kernel, launchFlags()))
+    kernel.rememberLaunch(std::move(record));
+  return c;
 }
 
 kernel_resources resourcesOf(const CompiledKernel& c) {

@@ -36,13 +36,17 @@ namespace {
 
 struct Calls {
   int ctxGetCurrent = 0, pointerAttributes = 0, pointerAttribute = 0, encodes = 0, launches = 0,
-      streamSyncs = 0, moduleLoads = 0;
+      streamSyncs = 0, moduleLoads = 0, memAllocs = 0, ctxSyncs = 0, occupancyQueries = 0;
   /// Per launch: the first 8 bytes of every parameter (a descriptor's: its address, see encode).
   std::vector<std::vector<std::uint64_t>> params;
   unsigned gridX = 0;
 };
 Calls calls;
 std::size_t paramCount = 0;  // of the kernel under test
+bool capturing = false;      // what cuStreamIsCapturing says of every stream
+// The CUfunction of the fake module: the launch path keeps per-function facts for the process
+// (the co-resident clusters), so a test that counts their queries takes a function of its own.
+std::uintptr_t fakeFunction = 0x2000;
 
 CUcontext fakeContext() { return reinterpret_cast<CUcontext>(std::uintptr_t(0xc0ffee)); }
 
@@ -82,7 +86,7 @@ runtime::CudaDriver fakeDriver() {
   };
   d.cuModuleUnload = [](CUmodule) -> CUresult { return CUDA_SUCCESS; };
   d.cuModuleGetFunction = [](CUfunction* f, CUmodule, const char*) -> CUresult {
-    *f = reinterpret_cast<CUfunction>(std::uintptr_t(0x2000));
+    *f = reinterpret_cast<CUfunction>(fakeFunction);
     return CUDA_SUCCESS;
   };
   d.cuFuncGetAttribute = [](int* v, CUfunction_attribute a, CUfunction) -> CUresult {
@@ -122,6 +126,29 @@ runtime::CudaDriver fakeDriver() {
     ++calls.streamSyncs;
     return CUDA_SUCCESS;
   };
+  d.cuStreamGetCtx = [](CUstream, CUcontext* c) -> CUresult {
+    *c = fakeContext();
+    return CUDA_SUCCESS;
+  };
+  d.cuStreamIsCapturing = [](CUstream, CUstreamCaptureStatus* status) -> CUresult {
+    *status = capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    return CUDA_SUCCESS;
+  };
+  d.cuMemAlloc = [](CUdeviceptr* p, std::size_t) -> CUresult {
+    ++calls.memAllocs;
+    *p = 0x7f0000900000 + 0x100000 * static_cast<CUdeviceptr>(calls.memAllocs);
+    return CUDA_SUCCESS;
+  };
+  d.cuMemsetD8 = [](CUdeviceptr, unsigned char, std::size_t) -> CUresult { return CUDA_SUCCESS; };
+  d.cuCtxSynchronize = []() -> CUresult {
+    ++calls.ctxSyncs;
+    return CUDA_SUCCESS;
+  };
+  d.cuOccupancyMaxActiveClusters = [](int* n, CUfunction, const CUlaunchConfig*) -> CUresult {
+    ++calls.occupancyQueries;
+    *n = 60;
+    return CUDA_SUCCESS;
+  };
   return d;
 }
 
@@ -136,6 +163,8 @@ protected:
 
   void SetUp() override {
     calls = {};
+    capturing = false;
+    fakeFunction = 0x2000;
     runtime::setCudaDriverForTesting(&driver);
     kernel = runtime::makeKernel(gemmKernel());
     paramCount = kernel->compiled().params.size();
@@ -497,6 +526,106 @@ TEST_F(CachedLaunch, AnotherStreamIsCheckedAgain) {
                   "thread")));
   EXPECT_EQ(kernel->checkedLaunches(), 3u);
   EXPECT_EQ(calls.launches, 3);
+}
+
+// ---- kernel::prepare(stream, grid, args...) ---------------------------------------------------
+//
+// prepare on a stream does all a launch does but the launch call, and records it: the launch that
+// follows (in a CUDA graph capture) makes only cuCtxGetCurrent and cuLaunchKernelEx. Each test
+// uses a stream of its own: the stream-K workspace is kept per (context, stream) for the process.
+
+void* fakeStream(std::uintptr_t s) { return reinterpret_cast<void*>(s); }
+
+TEST_F(CachedLaunch, PrepareOnAStreamMakesTheLaunchACachedOne) {
+  void* s = fakeStream(0x7100);
+  const launch_choice c = detail::prepare(*kernel, s, g, args);
+  EXPECT_EQ(c.variant, "");
+  EXPECT_FALSE(c.fallback);
+  EXPECT_EQ(calls.launches, 0) << "prepare launched the kernel";
+  EXPECT_EQ(calls.moduleLoads, 1);
+  EXPECT_EQ(calls.pointerAttributes, 3);
+  EXPECT_EQ(calls.encodes, 2);
+  const int ctxCalls = calls.ctxGetCurrent;
+  detail::launch(*kernel, s, g, args);
+  EXPECT_EQ(kernel->checkedLaunches(), 0u) << "the launch after prepare was checked again";
+  EXPECT_EQ(calls.ctxGetCurrent, ctxCalls + 1);
+  EXPECT_EQ(calls.pointerAttributes, 3);
+  EXPECT_EQ(calls.encodes, 2);
+  ASSERT_EQ(calls.launches, 1);
+  EXPECT_EQ(calls.params[0][0], 0x7f0000100000u);  // A's descriptor
+  EXPECT_EQ(calls.params[0][2], 0x7f0000300000u);  // C's pointer
+  // The record is the stream's: a launch on another stream takes the full path.
+  detail::launch(*kernel, nullptr, g, args);
+  EXPECT_EQ(kernel->checkedLaunches(), 1u);
+}
+
+TEST_F(CachedLaunch, PrepareAllocatesTheStreamKWorkspaceThatACaptureCannot) {
+  CompiledKernel streamK = gemmKernel();
+  streamK.persistent = true;
+  streamK.workspaceSlotBytes = 128 * 128 * 4;
+  kernel = runtime::makeKernel(streamK);
+  void* s = fakeStream(0x7200);
+  // Captured without prepare: the allocation is refused before cuMemAlloc.
+  capturing = true;
+  EXPECT_THAT([&] { detail::launch(*kernel, s, g, args); },
+              ThrowsMessage<tessel::error>(::testing::Eq(
+                  "tessel: kernel 'gemm': this stream-K launch needs the stream's workspace, which is allocated "
+                  "at the first such launch on a stream and cannot be inside a CUDA graph capture; call "
+                  "kernel::prepare(stream, grid, args...) with this stream before the capture")));
+  EXPECT_EQ(calls.memAllocs, 0);
+  EXPECT_EQ(calls.launches, 0);
+  // Prepared outside the capture: allocated (and synchronized) there, once.
+  capturing = false;
+  detail::prepare(*kernel, s, g, args);
+  EXPECT_EQ(calls.memAllocs, 1);
+  EXPECT_EQ(calls.ctxSyncs, 1);
+  EXPECT_EQ(calls.launches, 0);
+  capturing = true;
+  detail::launch(*kernel, s, g, args);
+  EXPECT_EQ(calls.launches, 1);
+  // Other arguments in the same capture: the full path, which finds the stream's workspace.
+  args[2].data = fakeAddress(0x7f0000500000);
+  detail::launch(*kernel, s, g, args);
+  EXPECT_EQ(calls.launches, 2);
+  EXPECT_EQ(calls.memAllocs, 1);
+  EXPECT_EQ(calls.ctxSyncs, 1);
+  EXPECT_EQ(kernel->checkedLaunches(), 2u);  // the refused launch and this one
+}
+
+TEST_F(CachedLaunch, PrepareCountsTheCoResidentClustersBeforeTheLaunch) {
+  fakeFunction = 0x2100;  // no count of this function's clusters yet
+  CompiledKernel clustered = gemmKernel();
+  clustered.persistent = true;
+  clustered.cluster = {2, 1, 1};
+  kernel = runtime::makeKernel(clustered);
+  void* s = fakeStream(0x7300);
+  const grid many{200, 1, 1};  // 200 tiles: 132 CTAs by SM count, 120 by co-resident clusters
+  detail::prepare(*kernel, s, many, args);
+  EXPECT_EQ(calls.occupancyQueries, 1);
+  EXPECT_EQ(calls.launches, 0);
+  detail::launch(*kernel, s, many, args);
+  EXPECT_EQ(calls.occupancyQueries, 1);
+  EXPECT_EQ(calls.gridX, 120u);
+  EXPECT_EQ(kernel->checkedLaunches(), 0u);
+}
+
+TEST_F(CachedLaunch, PrepareRecordsNothingUnderTesselDebug) {
+  ScopedEnv on("TESSEL_DEBUG", "1");
+  void* s = fakeStream(0x7400);
+  detail::prepare(*kernel, s, g, args);
+  EXPECT_EQ(calls.streamSyncs, 0);
+  detail::launch(*kernel, s, g, args);  // the full path, and its synchronization
+  EXPECT_EQ(kernel->checkedLaunches(), 1u);
+  EXPECT_EQ(calls.streamSyncs, 1);
+  EXPECT_EQ(calls.launches, 1);
+}
+
+TEST_F(CachedLaunch, PrepareOnAStreamThrowsTheLaunchsErrors) {
+  args[2].type = dtype::bf16;
+  EXPECT_THAT([&] { detail::prepare(*kernel, fakeStream(0x7500), g, args); },
+              ThrowsMessage<tessel::error>(::testing::Eq("tessel: kernel 'gemm' argument 2: expected dtype f32, got "
+                                                         "bf16")));
+  EXPECT_EQ(calls.launches, 0);
 }
 
 // Informational: the host time per launch of tessel's own code, the driver stubbed out (a real

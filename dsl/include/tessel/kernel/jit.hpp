@@ -192,6 +192,24 @@ public:
   }
   launch_choice prepare(grid g, std::span<const tensor_arg> args) const { return detail::prepare(impl(), g, args); }
 
+  /// prepare for a launch on `stream`: all that launch(stream, g, args...) would do but the launch
+  /// itself, so that this launch, next, enqueues the kernel and nothing else: no compile, no module
+  /// load, no allocation, no synchronization. Needs the GPU and throws what launch throws. Before
+  /// capturing launches into a CUDA graph, call it for each launch of the capture with the
+  /// capturing stream and the same arguments (a stream-K kernel's first launch on a stream
+  /// allocates the stream's workspace, which a capture cannot contain). A launch with other
+  /// arguments, or after a launch of the same kernel with other arguments, takes the full path
+  /// again, which still needs no allocation on this stream. See the README (CUDA graphs).
+  template <class... Args>
+    requires(detail::launch_arg<Args> && ...)
+  launch_choice prepare(void* stream, grid g, const Args&... args) const {
+    std::array<kernel_arg, sizeof...(Args)> list{detail::to_kernel_arg(args)...};
+    return detail::prepare(impl(), stream, g, std::span<const tensor_arg>(list.data(), list.size()));
+  }
+  launch_choice prepare(void* stream, grid g, std::span<const tensor_arg> args) const {
+    return detail::prepare(impl(), stream, g, args);
+  }
+
   /// Text of a compiled stage, as dumped (docs/pipeline.md): "tessel", then the IR after each pass,
   /// named after it: "select-schedule", "materialize-tile-scheduler", "insert-async-copies",
   /// "warp-specialize", "schedule-mma", "lower-epilogue", "allocate-resources", "lower-to-nvvm",

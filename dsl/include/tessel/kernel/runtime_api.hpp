@@ -162,6 +162,10 @@ TESSEL_API void launch(kernel_impl& k, void* stream, grid g, std::span<const ten
 /// `args` runs, compiled (and loaded into the current CUDA context, if there is one). Throws the
 /// tessel::error launch would throw for them there.
 TESSEL_API launch_choice prepare(kernel_impl& k, grid g, std::span<const tensor_arg> args);
+/// launch without the launch call: everything launch does for `stream` (checks that need the GPU,
+/// the module loaded, TMA descriptors encoded, the stream-K workspace allocated, co-resident
+/// clusters counted), recorded so that launch(k, stream, g, args) next is a cached launch.
+TESSEL_API launch_choice prepare(kernel_impl& k, void* stream, grid g, std::span<const tensor_arg> args);
 /// Text of a compiled stage: the names kernel::stage (jit.hpp) lists ("tessel", a pass's name,
 /// "ll", "opt.ll", "ptx", "ptxas.log", "cubin", "sass") or a dump file's name.
 TESSEL_API std::string stage_text(const kernel_impl& k, const std::string& stage);
