@@ -7,6 +7,7 @@
 // than N and not 16-byte multiples), one launch; nothing outside C may change, and every element
 // of every matrix is compared with a CPU reference in double. Batch strides are padded (not M*K)
 // so that a kernel that ignored the batch stride, or read matrix 0 for every batch, fails.
+// BatchedResidual: a rank-3 epilogue operand R[b] (3-d TMA prefetch) and the 3-d TMA store.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>
@@ -143,5 +144,96 @@ std::vector<batched_case> cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Batched, BatchedGemm, ::testing::ValuesIn(cases()), case_name);
+
+// ---- a per-matrix epilogue operand ---------------------------------------------------------------
+//
+// C[b] = A[b] @ B[b]^T + R[b]: the warp-specialized schedules prefetch R's tile into L2 with a 3-d
+// TMA box (tessel-lower-epilogue rule 6) and write C with 3-d TMA stores (rule 1). R and C have
+// padded rows and batch strides; with `misaligned` their rows break TMA's rules (no prefetch, the
+// bounds-checked store path). Every element of every matrix is checked, and the guards around C.
+
+template <int BM_, int BN_, int BK_>
+struct batched_gemm_residual3 {
+  static constexpr auto BM = ts::c<BM_>, BN = ts::c<BN_>, BK = ts::c<BK_>;
+  void operator()(ts::tensor<ts::bf16, 3> A, ts::tensor<ts::bf16, 3> B, ts::tensor<ts::bf16, 3> R,
+                  ts::tensor<ts::bf16, 3> C) const {
+    auto b = ts::program_id(2), m = ts::program_id(0) * BM, n = ts::program_id(1) * BN;
+    auto acc = ts::zeros<ts::f32>(BM, BN);
+    for (auto k : ts::range(0, A.size(2), BK))
+      acc += ts::dot(A.load({b, m, k}, BM, BK), B.load({b, n, k}, BN, BK).T());
+    C.store({b, m, n}, ts::cast<ts::bf16>(acc + ts::cast<ts::f32>(R.load({b, m, n}, BM, BN))));
+  }
+};
+
+struct residual_case {
+  ts::schedule schedule;
+  std::int64_t batch, m, n, k;
+  bool misaligned;
+};
+
+class BatchedResidual : public ::testing::TestWithParam<residual_case> {};
+
+TEST_P(BatchedResidual, EveryMatrixMatchesCpu) {
+  TESSEL_REQUIRE_GPU();
+  const residual_case& c = GetParam();
+  ts::options o;
+  o.schedule = c.schedule;
+  ts::kernel k;
+  ASSERT_NO_THROW(k = ts::jit(batched_gemm_residual3<128, 128, 64>{}, o));
+  const std::int64_t ld = c.misaligned ? tb::misaligned_ld(c.n) : tb::padded_ld(c.n);
+  const std::int64_t sA = (c.m + 1) * c.k, sB = (c.n + 1) * c.k, sR = c.m * ld + 8, sC = c.m * ld + 8;
+  const std::size_t nA = std::size_t(c.batch * sA), nB = std::size_t(c.batch * sB), nR = std::size_t(c.batch * sR);
+  tb::device_buffer A(nA * 2), B(nB * 2), R(nR * 2);
+  tb::guarded_output C(tb::guarded_matrix(c.m, c.n, ld, 2, !c.misaligned, c.batch, sC));
+  tb::fill_uniform_bf16(A.get(), nA, 31 + c.m);
+  tb::fill_uniform_bf16(B.get(), nB, 37 + c.n);
+  tb::fill_uniform_bf16(R.get(), nR, 41 + c.k);
+  C.reset();
+  const ts::grid grid{unsigned(ts::cdiv(c.m, std::int64_t(128))), unsigned(ts::cdiv(c.n, std::int64_t(128))),
+                      unsigned(c.batch)};
+  ASSERT_NO_THROW(k.launch(nullptr, grid, ts::view<ts::bf16>(A.get(), {c.batch, c.m, c.k}, {sA, c.k, 1}),
+                           ts::view<ts::bf16>(B.get(), {c.batch, c.n, c.k}, {sB, c.k, 1}),
+                           ts::view<ts::bf16>(R.get(), {c.batch, c.m, c.n}, {sR, ld, 1}),
+                           ts::view<ts::bf16>(C.data(), {c.batch, c.m, c.n}, {sC, ld, 1})));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
+
+  std::vector<float> a = to_float(tb::to_host_bf16(A.get(), nA)), b = to_float(tb::to_host_bf16(B.get(), nB)),
+                     r = to_float(tb::to_host_bf16(R.get(), nR));
+  const tb::guard_report g = C.check();
+  EXPECT_TRUE(g.ok()) << g.str();
+  int bad = 0;
+  for (std::int64_t z = 0; z < c.batch; ++z)
+    for (std::int64_t i = 0; i < c.m; ++i)
+      for (std::int64_t j = 0; j < c.n; ++j) {
+        double want = r[z * sR + i * ld + j];
+        for (std::int64_t kk = 0; kk < c.k; ++kk)
+          want += double(a[z * sA + i * c.k + kk]) * double(b[z * sB + j * c.k + kk]);
+        float got = tb::bf16_to_float(std::uint16_t(C.bits(z, i, j)));
+        double tol = tessel_gpu_test::sample_tol(want, c.k);
+        if (!(std::abs(got - want) <= tol) && bad++ < 8)
+          ADD_FAILURE() << "C[" << z << "][" << i << "][" << j << "] = " << got << ", CPU " << want << " (tol " << tol
+                        << ")";
+      }
+  EXPECT_EQ(bad, 0) << bad << " elements differ from the CPU reference";
+}
+
+std::vector<residual_case> residual_cases() {
+  std::vector<residual_case> out;
+  for (ts::schedule s : {ts::schedule::warp_specialized, ts::schedule::cooperative, ts::schedule::pingpong,
+                         ts::schedule::tma})
+    for (bool misaligned : {false, true}) {
+      out.push_back({s, 3, 200, 136, 72, misaligned});
+      out.push_back({s, 2, 256, 256, 520, misaligned});
+    }
+  return out;
+}
+
+std::string residual_name(const ::testing::TestParamInfo<residual_case>& info) {
+  const residual_case& c = info.param;
+  return std::string(tb::schedule_name(c.schedule)) + (c.misaligned ? "_misaligned_" : "_") +
+         std::to_string(c.batch) + "x" + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k);
+}
+
+INSTANTIATE_TEST_SUITE_P(Batched, BatchedResidual, ::testing::ValuesIn(residual_cases()), residual_name);
 
 }  // namespace

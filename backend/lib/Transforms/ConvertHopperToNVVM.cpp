@@ -167,8 +167,26 @@ struct TmaLoadToPtx : OpRewritePattern<hopper::TmaLoadOp> {
 struct TmaPrefetchToPtx : OpRewritePattern<hopper::TmaPrefetchOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(hopper::TmaPrefetchOp op, PatternRewriter &b) const override {
-    emitPtx(b, op.getLoc(), "cp.async.bulk.prefetch.tensor.2d.L2.global.tile [$0, {$1, $2}];", "l,r,r",
-            {op.getDesc(), op.getX(), op.getY()});
+    if (Value z = op.getZ())
+      emitPtx(b, op.getLoc(), "cp.async.bulk.prefetch.tensor.3d.L2.global.tile [$0, {$1, $2, $3}];", "l,r,r,r",
+              {op.getDesc(), op.getX(), op.getY(), z});
+    else
+      emitPtx(b, op.getLoc(), "cp.async.bulk.prefetch.tensor.2d.L2.global.tile [$0, {$1, $2}];", "l,r,r",
+              {op.getDesc(), op.getX(), op.getY()});
+    b.eraseOp(op);
+    return success();
+  }
+};
+
+struct TmaStoreToPtx : OpRewritePattern<hopper::TmaStoreOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(hopper::TmaStoreOp op, PatternRewriter &b) const override {
+    if (Value z = op.getZ())
+      emitPtx(b, op.getLoc(), "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [$0, {$1, $2, $3}], [$4];",
+              "l,r,r,r,r", {op.getDesc(), op.getX(), op.getY(), z, op.getSrc()});
+    else
+      emitPtx(b, op.getLoc(), "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];",
+              "l,r,r,r", {op.getDesc(), op.getX(), op.getY(), op.getSrc()});
     b.eraseOp(op);
     return success();
   }
@@ -207,7 +225,8 @@ struct TesselConvertHopperToNVVM
     patterns.add<ToPtx<hopper::MBarrierArriveExpectTxOp>>(
         ctx, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r");
     patterns.add<ToPtx<hopper::FenceMBarrierInitOp>>(ctx, "fence.mbarrier_init.release.cluster;", "");
-    patterns.add<TmaLoadToPtx, TmaPrefetchToPtx, MBarrierWaitToPtx, CpAsyncToPtx, LdMatrixToPtx, MmaSyncToPtx>(ctx);
+    patterns.add<TmaLoadToPtx, TmaPrefetchToPtx, TmaStoreToPtx, MBarrierWaitToPtx, CpAsyncToPtx, LdMatrixToPtx,
+                 MmaSyncToPtx>(ctx);
     patterns.add<ToPtx<hopper::CpAsyncCommitOp>>(ctx, "cp.async.commit_group;", "");
     patterns.add<ToPtx<hopper::CpAsyncWaitOp>>(
         ctx, [](hopper::CpAsyncWaitOp op) { return "cp.async.wait_group " + std::to_string(op.getPending()) + ";"; },
@@ -243,8 +262,6 @@ struct TesselConvertHopperToNVVM
     patterns.add<ToPtx<hopper::StMatrixOp>>(ctx, "stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {$1, $2, $3, $4};",
                                           "r,r,r,r,r");
     patterns.add<ToPtx<hopper::FenceProxyAsyncOp>>(ctx, "fence.proxy.async.shared::cta;", "");
-    patterns.add<ToPtx<hopper::TmaStoreOp>>(
-        ctx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];", "l,r,r,r");
     patterns.add<ToPtx<hopper::TmaStoreCommitOp>>(ctx, "cp.async.bulk.commit_group;", "");
     patterns.add<ToPtx<hopper::TmaStoreWaitOp>>(
         ctx,

@@ -20,8 +20,10 @@
 //      128-byte staging buffers, 128B-swizzled -> a TMA store, while the next
 //      chunk is written into the other buffer. For a BM x BN tile of 8-, 16- or
 //      32-bit floats,
-//      stored as is into a 2-d tensor, BN * bytes a multiple of 128 (whole
-//      chunks). The kernel falls back to bounds-checked copies from the
+//      stored as is into a 2-d tensor or one matrix of a batched (rank-3)
+//      one (a 3-d box {128 bytes, 64 rows, 1}: rows past M are clipped at
+//      the matrix's edge, not written into the next matrix), BN * bytes a
+//      multiple of 128 (whole chunks). The kernel falls back to bounds-checked copies from the
 //      staging buffer, at run time, when the output breaks TMA's rules
 //      (a `tmaok` parameter).
 //   2. "registers": bounds-checked stores straight from the fragments (other
@@ -37,7 +39,8 @@
 // Epilogue operands (`hopper.prefetch` on a tessel.load after the mainloop):
 //   6. "tma_l2" (warp-specialized schedules, whose producer warp is idle
 //      once a tile's loads are issued): a BM x BN tile of 16- or 32-bit
-//      floats from a 2-d tensor (C0 of alpha * A B + beta * C0, a residual)
+//      floats from a 2-d tensor or one matrix of a batched one (C0 of
+//      alpha * A B + beta * C0, a residual)
 //      is prefetched into L2 by the producer with one TMA box
 //      (cp.async.bulk.prefetch.tensor) right after it issued the tile's last
 //      k-stage, a few k-steps before the tile's epilogue, which then reads it
@@ -74,12 +77,13 @@ namespace {
 constexpr StringLiteral kStoreAttr = "hopper.store";
 constexpr StringLiteral kPrefetchAttr = "hopper.prefetch";
 
-/// Rule 6: a BM x BN tile of 16- or 32-bit floats loaded from a 2-d tensor.
+/// Rule 6: a BM x BN tile of 16- or 32-bit floats loaded from a 2-d tensor,
+/// or from one matrix of a batched (rank-3) one.
 bool prefetchable(LoadOp load, ArrayRef<int64_t> tile) {
   auto ty = cast<RankedTensorType>(load.getResult().getType());
   RefType ref = load.getRef().getType();
   unsigned bits = ref.getElementType().getIntOrFloatBitWidth();
-  return ty.getRank() == 2 && ref.getRank() == 2 && ty.getDimSize(0) == tile[0] &&
+  return ty.getRank() == 2 && (ref.getRank() == 2 || ref.getRank() == 3) && ty.getDimSize(0) == tile[0] &&
          ty.getDimSize(1) == tile[1] && isa<FloatType>(ref.getElementType()) &&
          (bits == 16 || bits == 32);
 }
@@ -89,7 +93,8 @@ bool stageable(StoreOp store, ArrayRef<int64_t> tile) {
   auto ty = cast<RankedTensorType>(store.getValue().getType());
   Type refElt = store.getRef().getType().getElementType();
   unsigned bits = refElt.getIntOrFloatBitWidth();
-  return ty.getRank() == 2 && store.getRef().getType().getRank() == 2 &&
+  int64_t rank = store.getRef().getType().getRank();
+  return ty.getRank() == 2 && (rank == 2 || rank == 3) &&
          ty.getDimSize(0) == tile[0] && ty.getDimSize(1) == tile[1] && isa<FloatType>(refElt) &&
          (bits == 8 || bits == 16 || bits == 32) && ty.getElementType() == refElt &&
          (tile[1] * bits / 8) % 128 == 0;

@@ -1,8 +1,8 @@
-// C[z] = A[z] @ B[z]^T + R, batched (rank-3 A, B, C; one R for every matrix): a rank-3 output
-// is not staged through TMA (tessel-lower-epilogue rule 1 needs a 2-d tensor), so the
-// warp-specialized schedules store it from registers; the golden matrix records its registers
+// C[z] = A[z] @ B[z]^T + R[z], batched (rank-3 A, B, R, C): in the warp-specialized schedules
+// the rank-3 output is staged and written with 3-d TMA boxes (tessel-lower-epilogue rule 1) and
+// R's tile is prefetched into L2 with a 3-d box (rule 6); the golden matrix records its registers
 // and spills.
-func.func @batched_residual(%A: !tessel.ref<3 x bf16>, %B: !tessel.ref<3 x bf16>, %R: !tessel.ref<2 x bf16>, %C: !tessel.ref<3 x bf16>) attributes {tessel.kernel} {
+func.func @batched_residual(%A: !tessel.ref<3 x bf16>, %B: !tessel.ref<3 x bf16>, %R: !tessel.ref<3 x bf16>, %C: !tessel.ref<3 x bf16>) attributes {tessel.kernel} {
   %c0 = arith.constant 0 : index
   %c64 = arith.constant 64 : index
   %c128 = arith.constant 128 : index
@@ -20,7 +20,7 @@ func.func @batched_residual(%A: !tessel.ref<3 x bf16>, %B: !tessel.ref<3 x bf16>
     %d = tessel.dot %a, %bt, %c : tensor<128x64xbf16>, tensor<64x128xbf16> -> tensor<128x128xf32>
     scf.yield %d : tensor<128x128xf32>
   }
-  %r = tessel.load %R[%m, %n] : !tessel.ref<2 x bf16> -> tensor<128x128xbf16>
+  %r = tessel.load %R[%z, %m, %n] : !tessel.ref<3 x bf16> -> tensor<128x128xbf16>
   %rf = tessel.cast %r : tensor<128x128xbf16> -> tensor<128x128xf32>
   %s = arith.addf %acc, %rf : tensor<128x128xf32>
   %sc = tessel.cast %s : tensor<128x128xf32> -> tensor<128x128xbf16>

@@ -8,6 +8,7 @@
 // CHECK: llvm.inline_asm has_side_effects "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];", "r,l,r,r,r,~{memory}" %arg2, %arg0, %arg3, %arg3, %arg1
 // CHECK: llvm.inline_asm has_side_effects "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [$0], [$1, {$2, $3, $4}], [$5], $6;", "r,l,r,r,r,r,h,~{memory}" %arg2, %arg0, %arg3, %arg3, %arg3, %arg1, %arg4
 // CHECK: llvm.inline_asm has_side_effects "cp.async.bulk.prefetch.tensor.2d.L2.global.tile [$0, {$1, $2}];", "l,r,r,~{memory}" %arg0, %arg3, %arg2
+// CHECK: llvm.inline_asm has_side_effects "cp.async.bulk.prefetch.tensor.3d.L2.global.tile [$0, {$1, $2, $3}];", "l,r,r,r,~{memory}" %arg0, %arg3, %arg2, %arg1
 // CHECK: llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0AWAIT:\0Ambarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\0A@!p bra WAIT;\0A}", "r,r,~{memory}" %arg1, %arg3
 // CHECK: llvm.inline_asm has_side_effects "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}" %arg1
 // CHECK-NOT: hopper.
@@ -19,6 +20,7 @@ llvm.func @ring(%desc: !llvm.ptr, %bar: i32, %dst: i32, %x: i32, %mask: i16) {
   hopper.tma.load %desc[%x, %x] -> %dst, %bar bytes 16384 : !llvm.ptr
   hopper.tma.load %desc[%x, %x, %x] -> %dst, %bar multicast %mask bytes 8192 : !llvm.ptr
   hopper.tma.prefetch %desc[%x, %dst] : !llvm.ptr
+  hopper.tma.prefetch %desc[%x, %dst, %bar] : !llvm.ptr
   hopper.mbarrier.wait %bar, %x stage %x {ring = "full"}
   hopper.mbarrier.arrive %bar {ring = "empty"}
   llvm.return
@@ -47,11 +49,12 @@ llvm.func @bounded(%bar: i32, %x: i32) {
 // CHECK: "stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {$1, $2, $3, $4};", "r,r,r,r,r,~{memory}"
 // CHECK: "fence.proxy.async.shared::cta;", "~{memory}"
 // CHECK: "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];", "l,r,r,r,~{memory}" %arg0, %arg1, %arg1, %arg1
+// CHECK: "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [$0, {$1, $2, $3}], [$4];", "l,r,r,r,r,~{memory}" %arg0, %arg1, %arg1, %arg2, %arg1
 // CHECK: "cp.async.bulk.commit_group;", "~{memory}"
 // CHECK: "cp.async.bulk.wait_group.read 1;", "~{memory}"
 // CHECK: "cp.async.bulk.wait_group 0;", "~{memory}"
 // CHECK-NOT: hopper.
-llvm.func @roles(%desc: !llvm.ptr, %x: i32) {
+llvm.func @roles(%desc: !llvm.ptr, %x: i32, %z: i32) {
   hopper.setmaxnreg decrease to 40
   hopper.setmaxnreg increase to 232
   hopper.named_barrier sync %x, 128
@@ -62,6 +65,7 @@ llvm.func @roles(%desc: !llvm.ptr, %x: i32) {
   hopper.stmatrix %x, %x, %x, %x, %x
   hopper.fence.proxy_async
   hopper.tma.store %x -> %desc[%x, %x] : !llvm.ptr
+  hopper.tma.store %x -> %desc[%x, %x, %z] : !llvm.ptr
   hopper.tma.store.commit
   hopper.tma.store.wait 1 read
   hopper.tma.store.wait 0

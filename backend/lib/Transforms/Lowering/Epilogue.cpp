@@ -191,8 +191,10 @@ LogicalResult KernelBuilder::prefetchEpilogueOperands() {
     auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, t.usable, /*withElse=*/false);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
-    // Innermost (column) first.
-    b.create<hopper::TmaPrefetchOp>(loc, t.desc, (*offsets)[1], (*offsets)[0]);
+    // Innermost (column) first; a batched tensor's matrix last.
+    const size_t rank = offsets->size();
+    b.create<hopper::TmaPrefetchOp>(loc, t.desc, (*offsets)[rank - 1], (*offsets)[rank - 2],
+                                    rank == 3 ? (*offsets)[0] : Value());
   }
   return success();
 }
@@ -354,9 +356,13 @@ LogicalResult KernelBuilder::stageChunk(TmaParam &t, Value acc, Value rowBlock, 
     b.setInsertionPointToStart(viaTma.thenBlock());
     auto one = b.create<scf::IfOp>(loc, TypeRange{}, isIssuer, false);
     b.setInsertionPointToStart(one.thenBlock());
-    Value row = b.create<arith::AddIOp>(loc, (*offsetsOrFail)[0], tileRow);
-    Value col = b.create<arith::AddIOp>(loc, (*offsetsOrFail)[1], i32(chunk * cols));
-    b.create<hopper::TmaStoreOp>(loc, t.desc, col, row, buffer);
+    // (A batched output: offsets {matrix, row, column}; the matrix is the
+    // box's third coordinate.)
+    ArrayRef<Value> offsets = *offsetsOrFail;
+    const size_t rank = offsets.size();
+    Value row = b.create<arith::AddIOp>(loc, offsets[rank - 2], tileRow);
+    Value col = b.create<arith::AddIOp>(loc, offsets[rank - 1], i32(chunk * cols));
+    b.create<hopper::TmaStoreOp>(loc, t.desc, col, row, rank == 3 ? offsets[0] : Value(), buffer);
     b.create<hopper::TmaStoreCommitOp>(loc);
   }
   {

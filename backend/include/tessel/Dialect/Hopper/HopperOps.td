@@ -141,20 +141,22 @@ def Hopper_TmaLoadOp : Hopper_Op<"tma.load", [AttrSizedOperandSegments]> {
 def Hopper_TmaPrefetchOp : Hopper_Op<"tma.prefetch"> {
   let summary = "TMA prefetch of one box of a global tensor into L2";
   let description = [{
-    Asks the TMA unit to bring the box of the tensor map `desc` at `coords`
-    (innermost first) into L2, and returns at once: no shared memory, no
-    barrier, no completion to wait for. The producer warp of the
-    warp-specialized schedules uses it for an epilogue operand (C0 of
-    `alpha * A B + beta * C0`, a residual) while the mainloop runs, so that
-    the epilogue's loads of it hit L2.
+    Asks the TMA unit to bring the box of the tensor map `desc` at (`x`, `y`)
+    or, for a batched (rank-3) tensor, (`x`, `y`, `z`), innermost first, into
+    L2, and returns at once: no shared memory, no barrier, no completion to
+    wait for. The producer warp of the warp-specialized schedules uses it for
+    an epilogue operand (C0 of `alpha * A B + beta * C0`, a residual) while
+    the mainloop runs, so that the epilogue's loads of it hit L2.
 
     ```mlir
     hopper.tma.prefetch %desc[%n, %m] : !llvm.ptr
+    hopper.tma.prefetch %desc[%n, %m, %batch] : !llvm.ptr
     ```
     PTX: `cp.async.bulk.prefetch.tensor.2d.L2.global.tile [desc, {x, y} ];`
+    (`.3d` and `{x, y, z}` with `z`)
   }];
-  let arguments = (ins LLVM_AnyPointer:$desc, I32:$x, I32:$y);
-  let assemblyFormat = [{ $desc `[` $x `,` $y `]` attr-dict `:` type($desc) }];
+  let arguments = (ins LLVM_AnyPointer:$desc, I32:$x, I32:$y, Optional<I32>:$z);
+  let assemblyFormat = [{ $desc `[` $x `,` $y (`,` $z^)? `]` attr-dict `:` type($desc) }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -280,17 +282,20 @@ def Hopper_TmaStoreOp : Hopper_Op<"tma.store"> {
   let summary = "TMA copy of a shared-memory box to a global tensor (bulk group)";
   let description = [{
     Writes the box at shared address `src` to the tensor map `desc` at
-    (`x`, `y`), innermost first; elements outside the tensor are not written
-    (TMA clips rows to 16 bytes only: the runtime stores through pointers
-    when C's rows do not end on 16 bytes). Part of the current bulk group.
+    (`x`, `y`) or, for a batched (rank-3) output, (`x`, `y`, `z`), innermost
+    first; elements outside the tensor are not written (TMA clips rows to 16
+    bytes only: the runtime stores through pointers when C's rows do not end
+    on 16 bytes). Part of the current bulk group.
 
     ```mlir
     hopper.tma.store %src -> %desc[%x, %y] : !llvm.ptr
+    hopper.tma.store %src -> %desc[%x, %y, %batch] : !llvm.ptr
     ```
     PTX: `cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [desc, {x, y} ], [src];`
+    (`.3d` and `{x, y, z}` with `z`)
   }];
-  let arguments = (ins LLVM_AnyPointer:$desc, I32:$x, I32:$y, I32:$src);
-  let assemblyFormat = "$src `->` $desc `[` $x `,` $y `]` attr-dict `:` type($desc)";
+  let arguments = (ins LLVM_AnyPointer:$desc, I32:$x, I32:$y, Optional<I32>:$z, I32:$src);
+  let assemblyFormat = "$src `->` $desc `[` $x `,` $y (`,` $z^)? `]` attr-dict `:` type($desc)";
 }
 
 def Hopper_TmaStoreCommitOp : Hopper_Op<"tma.store.commit"> {
