@@ -5,7 +5,11 @@
 // takes (runtime::makeKernel, then detail::prepare: launch's select and
 // validateArgs, without a GPU) and compared with the whole message. The two
 // messages no launch can reach are asserted where they are built (see their
-// comments). Hand-made kernels (TestSupport.h): no MLIR, no GPU.
+// comments). Hand-made kernels (TestSupport.h): no MLIR, no GPU. On a thread
+// with a current CUDA context, prepare also loads the kernel's module, which
+// these kernels do not have: the fixture's driver reports no current context
+// (on a GPU machine an earlier test may have made one current; prepare then
+// failed on the hand-made PTX).
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "TestSupport.h"
+#include "tessel/Runtime/CudaDriver.h"
 #include "tessel/Runtime/Kernel.h"
 
 using namespace tessel;
@@ -23,6 +28,22 @@ using ::testing::ThrowsMessage;
 namespace {
 
 constexpr grid kGrid{2, 1, 1};
+
+/// A driver on which no CUDA context is current: prepare checks, and loads nothing.
+class LaunchErrorMessages : public ::testing::Test {
+protected:
+  void SetUp() override {
+    driver.driverVersion = 13000;
+    driver.deviceCount = 1;
+    driver.cuCtxGetCurrent = [](CUcontext* c) -> CUresult {
+      *c = nullptr;
+      return CUDA_SUCCESS;
+    };
+    runtime::setCudaDriverForTesting(&driver);
+  }
+  void TearDown() override { runtime::setCudaDriverForTesting(nullptr); }
+  runtime::CudaDriver driver;
+};
 
 /// detail::prepare on `k` (checked by makeKernel first) with gemmArgs() after `edit`.
 template <typename Edit>
@@ -53,11 +74,11 @@ CompiledKernel scaleKernel() {
   return k;
 }
 
-TEST(LaunchErrorMessages, AcceptsTheBaseArguments) {
+TEST_F(LaunchErrorMessages, AcceptsTheBaseArguments) {
   EXPECT_NO_THROW(prepareEdited([](auto&) {}));
 }
 
-TEST(LaunchErrorMessages, ArgumentCountOfAOneArgumentKernel) {
+TEST_F(LaunchErrorMessages, ArgumentCountOfAOneArgumentKernel) {
   // "argument", not "arguments", for a kernel of one.
   CompiledKernel k;
   k.name = "fill";
@@ -73,7 +94,7 @@ TEST(LaunchErrorMessages, ArgumentCountOfAOneArgumentKernel) {
   EXPECT_NO_THROW(detail::prepare(*kernel, kGrid, one));
 }
 
-TEST(LaunchErrorMessages, TensorForAnI32Scalar) {
+TEST_F(LaunchErrorMessages, TensorForAnI32Scalar) {
   auto kernel = runtime::makeKernel(scaleKernel());
   const tensor_arg x = tensor1d(dtype::f32, fakeAddress(0x7f0000100000), 64);
   std::vector<tensor_arg> args = {x, scalarF(1.5), x};
@@ -83,21 +104,21 @@ TEST(LaunchErrorMessages, TensorForAnI32Scalar) {
                   "pass an integer (3) or ts::value(n)")));
 }
 
-TEST(LaunchErrorMessages, StrideBelowOne) {
+TEST_F(LaunchErrorMessages, StrideBelowOne) {
   EXPECT_THAT([] { prepareEdited([](auto& a) { a[2].strides[0] = 0; }); },
               ThrowsMessage<tessel::error>(StrEq(
                   "tessel: kernel 'gemm' argument 2: stride of dimension 0 is 0; strides must be >= 1 (only "
                   "dimensions of size 1 may have any stride)")));
 }
 
-TEST(LaunchErrorMessages, PointerNotAlignedToItsElement) {
+TEST_F(LaunchErrorMessages, PointerNotAlignedToItsElement) {
   EXPECT_THAT([] { prepareEdited([](auto& a) { a[2].data = fakeAddress(0x7f0000300002); }); },
               ThrowsMessage<tessel::error>(StrEq(
                   "tessel: kernel 'gemm' argument 2: data address 0x7f0000300002 is not aligned to its element "
                   "size (4 bytes)")));
 }
 
-TEST(LaunchErrorMessages, ExtentOverflow) {
+TEST_F(LaunchErrorMessages, ExtentOverflow) {
   EXPECT_THAT([] {
     prepareEdited([](auto& a) {
       a[2].sizes = {std::int64_t(1) << 30, 128, 0};
@@ -109,7 +130,7 @@ TEST(LaunchErrorMessages, ExtentOverflow) {
                   "overflow)")));
 }
 
-TEST(LaunchErrorMessages, GridNotAMultipleOfTheCluster) {
+TEST_F(LaunchErrorMessages, GridNotAMultipleOfTheCluster) {
   CompiledKernel k = gemmKernel();
   k.cluster = {1, 2, 1};
   EXPECT_THAT([&] { prepareEdited([](auto&) {}, {2, 3, 1}, k); },
@@ -118,7 +139,7 @@ TEST(LaunchErrorMessages, GridNotAMultipleOfTheCluster) {
                   "(the kernel was compiled for cluster (1, 2, 1))")));
 }
 
-TEST(LaunchErrorMessages, SizeContractWithoutSourcePositions) {
+TEST_F(LaunchErrorMessages, SizeContractWithoutSourcePositions) {
   CompiledKernel k = gemmKernel();
   k.sizeContracts = {{0, 1, 1, 0, "", ""}};  // A's K and B's K; no source positions
   EXPECT_THAT([&] { prepareEdited([](auto& a) { a[1].sizes[0] = 384; }, kGrid, k); },
@@ -128,7 +149,7 @@ TEST(LaunchErrorMessages, SizeContractWithoutSourcePositions) {
                   "tile extent")));
 }
 
-TEST(LaunchErrorMessages, TmaStrideBelow2To40) {
+TEST_F(LaunchErrorMessages, TmaStrideBelow2To40) {
   EXPECT_THAT([] {
     prepareEdited([](auto& a) {
       a[0].sizes = {2, 512, 0};
@@ -140,7 +161,7 @@ TEST(LaunchErrorMessages, TmaStrideBelow2To40) {
                   "strides below 2^40 bytes")));
 }
 
-TEST(LaunchErrorMessages, TmaOperandWithoutAUnitStrideDimension) {
+TEST_F(LaunchErrorMessages, TmaOperandWithoutAUnitStrideDimension) {
   // Every other element of A: no fallback without a variant compiler, so validateArgs decides.
   EXPECT_THAT([] { prepareEdited([](auto& a) { a[0].strides = {2 * 512, 2, 0}; }); },
               ThrowsMessage<tessel::error>(StrEq(
@@ -149,7 +170,7 @@ TEST(LaunchErrorMessages, TmaOperandWithoutAUnitStrideDimension) {
                   "with the real strides, as in schedule multistage, can read this tensor)")));
 }
 
-TEST(LaunchErrorMessages, TmaContiguousDimensionOfAnMNMajorKernel) {
+TEST_F(LaunchErrorMessages, TmaContiguousDimensionOfAnMNMajorKernel) {
   // A kernel compiled for a column-major A (its TMA descriptor takes dimension 0 as the
   // contiguous one) given a row-major A.
   CompiledKernel k = gemmKernel();
@@ -163,7 +184,7 @@ TEST(LaunchErrorMessages, TmaContiguousDimensionOfAnMNMajorKernel) {
       [](auto& a) { a[0] = tensor2d(dtype::bf16, fakeAddress(0x7f0000100000), 256, 512, 1, 256); }, kGrid, k));
 }
 
-TEST(LaunchErrorMessages, TmaLoadedArgumentOfADtypeTmaCannotAddress) {
+TEST_F(LaunchErrorMessages, TmaLoadedArgumentOfADtypeTmaCannotAddress) {
   // makeKernel checks dtypes only for TMA descriptor parameters: an argument marked loadedByTma
   // without one (malformed compiler output) reaches the launch-time rule.
   CompiledKernel k;
@@ -179,7 +200,7 @@ TEST(LaunchErrorMessages, TmaLoadedArgumentOfADtypeTmaCannotAddress) {
 
 // ---- Messages no launch reaches: asserted where they are built -------------
 
-TEST(LaunchErrorMessages, RankOutsideOneToThreeNeedsAnUncheckedKernel) {
+TEST_F(LaunchErrorMessages, RankOutsideOneToThreeNeedsAnUncheckedKernel) {
   // makeKernel rejects a rank-4 argument ("tensors have rank 1..3"), so only validateArgs on an
   // unchecked CompiledKernel gets here; the rank is rejected before any size is read.
   CompiledKernel k = gemmKernel();
@@ -190,7 +211,7 @@ TEST(LaunchErrorMessages, RankOutsideOneToThreeNeedsAnUncheckedKernel) {
               ThrowsMessage<tessel::error>(StrEq("tessel: kernel 'gemm' argument 2: rank 4 is outside 1..3")));
 }
 
-TEST(LaunchErrorMessages, TmaSizeLimitIsBehindTheCommonSizeLimit) {
+TEST_F(LaunchErrorMessages, TmaSizeLimitIsBehindTheCommonSizeLimit) {
   // validateCommonArgs rejects a dimension of 2^31 elements first (ValidateTest
   // DimensionsAtMost2To31Minus1), so findTmaViolation's own message shows only to its callers.
   std::vector<tensor_arg> args = gemmArgs();
