@@ -22,11 +22,16 @@ install(DIRECTORY ${TESSEL_SOURCE_DIR}/dsl/include/tessel
         FILES_MATCHING PATTERN "*.hpp")
 install(EXPORT tesselTargets NAMESPACE tessel:: DESTINATION ${TESSEL_INSTALL_CMAKEDIR} COMPONENT tessel)
 
+# Generated into a folder find_package does not search: the build tree has no tesselTargets.cmake
+# (the package is the installed one), so a tesselConfig.cmake at the build tree's top made
+# `-DCMAKE_PREFIX_PATH=<build>` fail with "include could not find ... tesselTargets.cmake"
+# instead of "not found, install it first".
+set(_tessel_config_dir ${TESSEL_BINARY_DIR}/package-config)
 configure_package_config_file(${TESSEL_SOURCE_DIR}/cmake/tesselConfig.cmake.in
-                              ${TESSEL_BINARY_DIR}/tesselConfig.cmake
+                              ${_tessel_config_dir}/tesselConfig.cmake
                               INSTALL_DESTINATION ${TESSEL_INSTALL_CMAKEDIR})
 # 0.x: a minor release may change the API, so only the same major.minor is compatible.
-write_basic_package_version_file(${TESSEL_BINARY_DIR}/tesselConfigVersion.cmake
+write_basic_package_version_file(${_tessel_config_dir}/tesselConfigVersion.cmake
                                  VERSION ${tessel_VERSION} COMPATIBILITY SameMinorVersion)
-install(FILES ${TESSEL_BINARY_DIR}/tesselConfig.cmake ${TESSEL_BINARY_DIR}/tesselConfigVersion.cmake
+install(FILES ${_tessel_config_dir}/tesselConfig.cmake ${_tessel_config_dir}/tesselConfigVersion.cmake
         DESTINATION ${TESSEL_INSTALL_CMAKEDIR} COMPONENT tessel)

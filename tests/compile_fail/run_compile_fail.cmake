@@ -1,7 +1,9 @@
 # Compiles SOURCE with COMPILER and FLAGS ('|'-separated) and succeeds iff the compilation fails
 # with diagnostics that contain the text after "// expect: " on the first line of SOURCE.
 # A first line "// expect-compiles" inverts the test (the control case: the flags and include
-# directories are right, so the other cases fail for the reason they name).
+# directories are right, so the other cases fail for the reason they name); a control case must
+# also compile without any warning of -Wall -Wextra (-Werror: a user's warning flags meet the
+# DSL headers, included with -I as the examples include them).
 #   cmake -DCOMPILER=g++ -DFLAGS="-std=c++20|-Idsl/include" -DSOURCE=case.cpp -P run_compile_fail.cmake
 foreach(var COMPILER FLAGS SOURCE)
   if(NOT DEFINED ${var})
@@ -16,7 +18,7 @@ string(REPLACE "|" ";" flag_list "${FLAGS}")
 set(ENV{LC_ALL} C)
 
 if(first_line STREQUAL "// expect-compiles")
-  execute_process(COMMAND ${COMPILER} ${flag_list} -fdiagnostics-color=never "${SOURCE}"
+  execute_process(COMMAND ${COMPILER} ${flag_list} -Wall -Wextra -Werror -fdiagnostics-color=never "${SOURCE}"
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "${SOURCE} must compile, but:\n${err}")

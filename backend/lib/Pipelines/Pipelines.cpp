@@ -178,7 +178,12 @@ void ::tessel::registerAllPasses() {
 }
 
 namespace tessel {
-std::string scheduleName(schedule s) { return to_string(s); }
+// A value that is no enumerator (cast from a number) is spelled with its number, which
+// tessel-select-schedule then reports: "unknown schedule 'ts::schedule(9)' (expected ...)".
+std::string scheduleName(schedule s) {
+  const std::string name = to_string(s);
+  return name != "?" ? name : "ts::schedule(" + std::to_string(static_cast<unsigned>(s)) + ")";
+}
 
 std::string decompositionName(decomposition d) {
   switch (d) {
@@ -186,6 +191,7 @@ std::string decompositionName(decomposition d) {
   case decomposition::data_parallel: return "data-parallel";
   case decomposition::stream_k: return "stream-k";
   }
-  return "?";  // not an enumerator: tessel-select-schedule rejects it, as to_string(schedule) does
+  // Not an enumerator: tessel-select-schedule rejects it, with the number (as scheduleName).
+  return "ts::decomposition(" + std::to_string(static_cast<unsigned>(d)) + ")";
 }
 } // namespace tessel

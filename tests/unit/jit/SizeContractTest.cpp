@@ -143,9 +143,10 @@ TEST(OptionErrors, TwoLinesAtTheUsersSourceWithoutIR) {
        "schedule 'multistage' has its own XOR swizzle for ldmatrix: option swizzle must be 0 \\(automatic\\), got 64"},
       // A value that is no enumerator (a cast) is rejected like an unknown schedule, not taken as auto.
       {{.schedule = ts::schedule::cooperative, .decomposition = static_cast<ts::decomposition>(7)},
-       "unknown decomposition '\\?' \\(expected auto, data-parallel or stream-k\\)"},
+       "unknown decomposition 'ts::decomposition\\(7\\)' \\(expected auto, data-parallel or stream-k\\)"},
       {{.schedule = static_cast<ts::schedule>(9)},
-       "unknown schedule '\\?' \\(expected tma, multistage, warp_specialized, cooperative, pingpong or auto\\)"},
+       "unknown schedule 'ts::schedule\\(9\\)' \\(expected tma, multistage, warp_specialized, cooperative, pingpong "
+       "or auto\\)"},
   };
   for (const Case& c : cases) {
     std::string what = jitError(c.o);

@@ -156,7 +156,8 @@ index max(const A& a, const B& b) {
 }
 
 /// Ceiling division. On host integers (and static ints) it is plain arithmetic, e.g. for the
-/// launch grid: `ts::grid{ts::cdiv(M, 128), ts::cdiv(N, 256)}`; on a traced index it traces
+/// launch grid: `ts::grid{unsigned(ts::cdiv(M, 128)), unsigned(ts::cdiv(N, 256))}` (grid's
+/// fields are unsigned); on a traced index it traces
 /// `(a + b - 1) / b`.
 template <class A, class B>
   requires((detail::host_int<A> || detail::static_int<A>) &&

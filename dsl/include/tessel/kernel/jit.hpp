@@ -275,8 +275,23 @@ kernel jit(const F& f, const options& opts = {},
   return kernel(detail::jit_impl(f, opts, loc), detail::kernel_name<F>());
 }
 
+/// A pointer to a dtype tag (`ts::bf16* p`): ts::bf16 and the others name a dtype and are not
+/// the element's storage (sizeof 1), so `p + 1` would move one byte. Refused at compile time.
+template <class T, class P>
+  requires is_dtype_v<P>
+tensor_arg view(const P* data, std::initializer_list<std::int64_t> sizes,
+                std::initializer_list<std::int64_t> strides = {}) {
+  static_assert(!is_dtype_v<P>,
+                "view: the pointer points to a dtype tag (ts::bf16, ts::f32, ...), which is not the "
+                "element's storage type; pass the device memory as your element type (__nv_bfloat16*, "
+                "std::uint16_t*, float*, ...) or as void*");
+  (void)data, (void)sizes, (void)strides;
+  return {};
+}
+
 /// A kernel argument: `rank = sizes.size()` dims of element type T at `data` (device memory),
-/// sizes and strides in elements, outermost first; strides default to row-major.
+/// sizes and strides in elements, outermost first; strides default to row-major. T is the dtype
+/// tag (ts::bf16, ...); `data` any pointer to the memory (the tags are not storage types).
 template <class T>
 tensor_arg view(const void* data, std::initializer_list<std::int64_t> sizes,
                 std::initializer_list<std::int64_t> strides = {}) {

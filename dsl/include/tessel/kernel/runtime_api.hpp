@@ -82,7 +82,7 @@ struct options {
   /// at most 1024.
   int raster_group = 0;
   tessel::decomposition decomposition = tessel::decomposition::automatic;
-  std::string dump_dir;                  ///< write every stage here (also $TESSEL_DUMP_DIR)
+  std::string dump_dir = {};             ///< write every stage here (also $TESSEL_DUMP_DIR)
   bool verbose = false;                  ///< print compile steps and the ptxas log to stderr
   bool debug = false;                    ///< bounded barrier waits that report and trap (also TESSEL_DEBUG)
   /// Let the code generator fuse a floating-point multiply and a dependent add into one fma

@@ -141,8 +141,8 @@ auto cast(const E& e, std::source_location loc = std::source_location::current()
                 "cast: the target dtype must be ts::f16, ts::bf16, ts::f32, ts::i32, ts::f8e4m3 or "
                 "ts::f8e5m2");
   static_assert(!(is_fp8_v<T> || is_fp8_v<typename N::dtype_type>) ||
-                    (is_floating_v<T> || is_fp8_v<T>) &&
-                        (is_floating_v<typename N::dtype_type> || is_fp8_v<typename N::dtype_type>),
+                    ((is_floating_v<T> || is_fp8_v<T>) &&
+                     (is_floating_v<typename N::dtype_type> || is_fp8_v<typename N::dtype_type>)),
                 "cast: an fp8 tile converts to and from f16, bf16 or f32 only");
   static_assert(N::is_shaped, "cast: cast the 1-d tile before .row()/.col()");
   return expr::cast_node<T, N>(detail::to_node(e), detail::to_loc(loc));
