@@ -730,23 +730,33 @@ bool launchCached(kernel_impl& kernel, CUstream s, grid g, std::span<const tenso
 
 namespace {
 
+/// Launch steps 0 and 1 (Kernel.h), which need no GPU: the variant `args` and `g` take (compiled
+/// into the kernel_impl on first use) and its argument checks; c.fallback, and with `describe`
+/// what kernel::prepare reports of it (the resources parse the ptxas log: not for a launch).
+LoadedKernel& chooseVariant(kernel_impl& kernel, grid g, std::span<const tensor_arg> args, launch_choice& c,
+                            bool describe) {
+  LoadedKernel& variant = kernel.select(args, g, &c.fallback);
+  const CompiledKernel& k = variant.compiled();
+  validateArgs(k, args, g);
+  if (describe) {
+    if (&k != &kernel.compiled())
+      c.variant = k.variant;
+    c.resources = resourcesOf(k);
+  }
+  return variant;
+}
+
 /// The full path of a launch up to the driver's launch call (Kernel.h, launch steps 0-4): the
 /// variant chosen and checked, the context, the stream and the pointers checked, the parameters
 /// and TMA descriptors built, the stream-K workspace allocated and the co-resident clusters
 /// counted. Returns the record to launch, or nullptr when there is nothing to launch (launch
-/// contract 3); `choice` (if any) says which kernel that is.
+/// contract 3); `choice` says which kernel that is (chooseVariant).
 std::shared_ptr<kernel_impl::LaunchRecord> buildLaunch(kernel_impl& kernel, CUstream s, grid g,
-                                                       std::span<const tensor_arg> args, launch_choice* choice) {
-  bool fellBack = false;
-  LoadedKernel& variant = kernel.select(args, g, &fellBack);
+                                                       std::span<const tensor_arg> args, launch_choice& choice,
+                                                       bool describe) {
+  LoadedKernel& variant = chooseVariant(kernel, g, args, choice, describe);
   const CompiledKernel& k = variant.compiled();
-  validateArgs(k, args, g);
-  if (choice) {
-    choice->fallback = fellBack;
-    if (&k != &kernel.compiled())
-      choice->variant = k.variant;
-    choice->resources = resourcesOf(k);
-  }
+  const bool fellBack = choice.fallback;
   if (nothingToDo(k, args, g))
     return nullptr;  // Kernel.h, launch contract 3 (before step 2: it needs no GPU)
 
@@ -914,7 +924,8 @@ void launch(kernel_impl& kernel, void* stream, grid g, std::span<const tensor_ar
     return;
 
   kernel.countCheckedLaunch();
-  std::shared_ptr<kernel_impl::LaunchRecord> record = buildLaunch(kernel, s, g, args, nullptr);
+  launch_choice choice;
+  std::shared_ptr<kernel_impl::LaunchRecord> record = buildLaunch(kernel, s, g, args, choice, /*describe=*/false);
   if (!record)
     return;
   const kernel_impl::LaunchRecord& rec = *record;
@@ -938,7 +949,7 @@ launch_choice prepare(kernel_impl& kernel, void* stream, grid g, std::span<const
   // count made here.
   launch_choice c;
   CUstream s = static_cast<CUstream>(stream);
-  std::shared_ptr<kernel_impl::LaunchRecord> record = buildLaunch(kernel, s, g, args, &c);
+  std::shared_ptr<kernel_impl::LaunchRecord> record = buildLaunch(kernel, s, g, args, c, /*describe=*/true);
   if (record && recordable(kernel, launchFlags()))
     kernel.rememberLaunch(std::move(record));
   return c;
@@ -966,12 +977,8 @@ launch_choice prepare(kernel_impl& kernel, grid g, std::span<const tensor_arg> a
   // the GPU, prepare throws too; select compiles the variant into the kernel_impl, where the
   // launch finds it.
   launch_choice c;
-  LoadedKernel& variant = kernel.select(args, g, &c.fallback);
+  LoadedKernel& variant = chooseVariant(kernel, g, args, c, /*describe=*/true);
   const CompiledKernel& k = variant.compiled();
-  validateArgs(k, args, g);
-  if (&k != &kernel.compiled())
-    c.variant = k.variant;
-  c.resources = resourcesOf(k);
   // On a thread with a current CUDA context, the module is loaded there too (checking the
   // architecture and shared-memory limits), so that the launch after prepare, in a CUDA graph
   // capture say, loads nothing. Without a GPU or a current context it is left to the launch, and
