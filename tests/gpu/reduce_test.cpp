@@ -24,6 +24,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -382,6 +383,64 @@ TEST_P(ReduceGemm, PreActivationAndActivation) {
                       << tb::bf16_to_float(goty) << ", want Z = " << z << " Y = " << gy;
     }
   EXPECT_EQ(bad, 0) << label(cfg) << ": " << bad << " elements differ";
+}
+
+// ---- a kernel without a dot -----------------------------------------------------------------------
+//
+// tessel_test::elementwise_row_stats: per 64 x 128 tile of X, row sums, row amaxes and column
+// maxima through shared memory (docs/reductions.md, "Kernels without a dot"). X holds integer bf16
+// values in [-4, 4] (every partial sum exact in f32), M x N = 200 x 300 (partial tiles on both
+// axes: the elements outside X are left out, which an all-negative column's maximum shows: rows
+// 200..255 of the last tile row must not count as zeros), and a row of zeros elsewhere. Each vector sits
+// between sentinel guards; rowsum and rowamax start at 0, colmax at -inf.
+TEST(ElementwiseReduce, RowSumsRowAmaxesAndColumnMaximaAreExact) {
+  TESSEL_REQUIRE_GPU();
+  const std::int64_t M = 200, N = 300;
+  ts::kernel k = ts::jit(tessel_test::elementwise_row_stats{});
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> v(-4, 4);
+  std::vector<std::uint16_t> x(M * N);
+  std::vector<float> xf(M * N);
+  for (std::int64_t i = 0; i < M; ++i)
+    for (std::int64_t j = 0; j < N; ++j) {
+      float f = j == 5 ? float(-1 - (v(rng) + 4) % 4) : i == 7 ? 0.f : float(v(rng));
+      xf[i * N + j] = f;
+      x[i * N + j] = tb::float_to_bf16(f);
+    }
+  tb::device_buffer X(M * N * 2);
+  ASSERT_EQ(cudaMemcpy(X.get(), x.data(), x.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  guarded sum(M * 4), amax(M * 4), cmax(N * 4);
+  fill_f32(sum, 0.f, M);
+  fill_f32(amax, 0.f, M);
+  fill_f32(cmax, -std::numeric_limits<float>::infinity(), N);
+  const ts::grid g{unsigned(ts::cdiv(M, std::int64_t(64))), unsigned(ts::cdiv(N, std::int64_t(128)))};
+  ASSERT_NO_THROW(k.launch(nullptr, g, ts::view<ts::bf16>(X.get(), {M, N}), ts::view<ts::f32>(sum.data(), {M}),
+                           ts::view<ts::f32>(amax.data(), {M}), ts::view<ts::f32>(cmax.data(), {N})));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
+  const auto hs = sum.read(), ha = amax.read(), hc = cmax.read();
+  EXPECT_EQ(guarded::guard_changes(hs, M * 4), 0);
+  EXPECT_EQ(guarded::guard_changes(ha, M * 4), 0);
+  EXPECT_EQ(guarded::guard_changes(hc, N * 4), 0);
+  const std::vector<float> gs = floats_of(hs, M), ga = floats_of(ha, M), gc = floats_of(hc, N);
+  int bad = 0;
+  for (std::int64_t i = 0; i < M; ++i) {
+    float s = 0, a = 0;
+    for (std::int64_t j = 0; j < N; ++j) {
+      s += xf[i * N + j];
+      a = std::max(a, std::fabs(xf[i * N + j]));
+    }
+    if ((gs[i] != s || ga[i] != a) && bad++ < 8)
+      ADD_FAILURE() << "row " << i << ": sum " << gs[i] << " (want " << s << "), amax " << ga[i] << " (want " << a
+                    << ")";
+  }
+  for (std::int64_t j = 0; j < N; ++j) {
+    float c = -std::numeric_limits<float>::infinity();
+    for (std::int64_t i = 0; i < M; ++i)
+      c = std::max(c, xf[i * N + j]);
+    if (gc[j] != c && bad++ < 16)
+      ADD_FAILURE() << "column " << j << ": max " << gc[j] << " (want " << c << ")";
+  }
+  EXPECT_EQ(bad, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(

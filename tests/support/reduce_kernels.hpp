@@ -73,6 +73,21 @@ struct elementwise_row_sum {
   }
 };
 
+/// A kernel without a dot that reduces: per 64 x 128 tile of X (bf16), its rows' sums and amaxes
+/// and its columns' maxima, into vectors of M, M and N elements (docs/reductions.md, "Kernels
+/// without a dot"). Grid: (cdiv(M, 64), cdiv(N, 128)).
+struct elementwise_row_stats {
+  static constexpr auto BM = ts::c<64>, BN = ts::c<128>;
+  void operator()(ts::tensor<ts::bf16, 2> X, ts::tensor<ts::f32, 1> rowsum, ts::tensor<ts::f32, 1> rowamax,
+                  ts::tensor<ts::f32, 1> colmax) const {
+    auto m = ts::program_id(0) * BM, n = ts::program_id(1) * BN;
+    auto x = ts::cast<ts::f32>(X.load({m, n}, BM, BN));
+    rowsum.reduce_into({m}, ts::sum(x, ts::axis<1>));
+    rowamax.reduce_into({m}, ts::amax(x, ts::axis<1>));
+    colmax.reduce_into({n}, ts::max(x, ts::axis<0>));
+  }
+};
+
 /// A GEMM whose epilogue reduces another tile than the accumulator (a slip: `x` where `acc` was
 /// meant): the mainloop is dead code, a tessel::error at ts::dot (not "a kernel without a dot").
 struct gemm_reducing_the_wrong_tile {

@@ -754,9 +754,7 @@ LogicalResult KernelBuilder::buildElementwise() {
   kernel->setAttr("nvvm.reqntid", b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
   return emitStores([&](StoreOp store) -> LogicalResult {
     if (store.getCombine())
-      return store.emitError("reductions (ts::sum / ts::max / ts::amax) are supported in GEMM "
-                             "epilogues only, not in kernels without a ts::dot"),
-             failure();
+      return emitElementwiseReduce(store);
     auto ty = cast<RankedTensorType>(store.getValue().getType());
     int64_t numel = ty.getNumElements();
     for (int64_t r = 0; r * threads < numel; ++r) {

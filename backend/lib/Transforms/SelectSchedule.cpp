@@ -122,9 +122,6 @@ struct SelectSchedule : mlir::tessel::impl::TesselSelectScheduleBase<SelectSched
       auto store = dyn_cast<StoreOp>(op);
       if (!store)
         continue;
-      if (store.getCombine() && !m)
-        return store.emitError("reductions (ts::sum / ts::max / ts::amax) are supported in GEMM "
-                               "epilogues only, not in kernels without a ts::dot");
       if (!m)
         continue;
       // The epilogue reads each thread's own fragment of the accumulator, as is or transposed

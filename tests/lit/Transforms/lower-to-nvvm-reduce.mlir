@@ -16,6 +16,24 @@
 // RUN: tessel-opt %inputs/gemm_bias_reduce_128x128.mlir -tessel-select-schedule="schedule=warp_specialized" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=WGMMA
 // RUN: tessel-opt %inputs/gemm_bias_reduce_128x128.mlir -tessel-select-schedule="schedule=multistage" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=MMA
 // RUN: tessel-opt %s -split-input-file -tessel-select-schedule="schedule=cooperative" -tessel-plan-pipeline -verify-diagnostics
+// RUN: tessel-opt %inputs/elementwise_reduce_64x128.mlir -tessel-select-schedule -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=EW
+
+// A kernel without a dot (Epilogue.cpp, "Reductions in kernels without a dot"): the slots set to
+// the identity, bar.sync 0, shared atomics per element inside the loaded tensors, bar.sync 0,
+// then one global atomic per slot. Three reductions: 64 + 128 + 64 slots of dynamic shared memory.
+// EW-LABEL: llvm.func @rowstats(
+// EW-SAME: tessel.shared_bytes = 1024 : i32
+// EW: "st.shared.b32 [$0], $1;"
+// EW: "bar.sync 0;"
+// EW: math.exp
+// EW: "red.shared.add.f32 [$0], $1;"
+// EW: "bar.sync 0;"
+// EW: "ld.shared.f32 $0, [$1];"
+// EW: llvm.atomicrmw fadd %{{.*}} monotonic : !llvm.ptr<1>, f32
+// EW: "{\0A.reg .pred p;\0Asetp.ge.s32 p, $1, 0;\0A@p red.shared.max.s32 [$0], $1;\0A@!p red.shared.min.u32 [$0], $1;\0A}"
+// EW: llvm.atomicrmw umin %{{.*}} monotonic : !llvm.ptr<1>, i32
+// EW: "red.shared.max.s32 [$0], $1;"
+// EW: llvm.atomicrmw max %{{.*}} monotonic : !llvm.ptr<1>, i32
 
 // Stream-K (the persistent schedules' default) keeps its fixup: the finisher runs the epilogue
 // on the summed tile, so the reductions see whole tiles.

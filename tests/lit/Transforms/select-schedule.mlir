@@ -177,18 +177,6 @@ func.func @elementwise_loop(%X: !tessel.ref<1 x f32>, %Y: !tessel.ref<1 x f32>) 
 
 // -----
 
-// a reduction in a kernel without a dot,
-func.func @elementwise_reduce(%X: !tessel.ref<2 x f32>, %V: !tessel.ref<1 x f32>) attributes {tessel.kernel} {
-  %c0 = arith.constant 0 : index
-  %x = tessel.load %X[%c0, %c0] : !tessel.ref<2 x f32> -> tensor<64x128xf32>
-  %r = tessel.reduce %x, sum, 1 : tensor<64x128xf32> -> tensor<64xf32>
-  // expected-error @+1 {{reductions (ts::sum / ts::max / ts::amax) are supported in GEMM epilogues only, not in kernels without a ts::dot}}
-  tessel.store %r, %V[%c0] {combine} : tensor<64xf32>, !tessel.ref<1 x f32>
-  return
-}
-
-// -----
-
 // a second loop beside a GEMM's mainloop,
 func.func @second_loop(%A: !tessel.ref<2 x bf16>, %B: !tessel.ref<2 x bf16>, %C: !tessel.ref<2 x f32>) attributes {tessel.kernel} {
   %c0 = arith.constant 0 : index

@@ -77,14 +77,21 @@ TEST_F(ReduceJit, TwoOutputsInEverySchedule) {
   }
 }
 
-TEST_F(ReduceJit, ElementwiseKernelIsAnError) {
-  try {
-    ts::jit(tessel_test::elementwise_row_sum{});
-    FAIL() << "expected a tessel::error";
-  } catch (const ts::error &e) {
-    EXPECT_THAT(e.what(), HasSubstr("reductions (ts::sum / ts::max / ts::amax) are supported in "
-                                    "GEMM epilogues only"));
-  }
+// Kernels without a dot reduce through shared memory (Epilogue.cpp): they compile to a cubin with
+// one dynamic shared f32 slot per row (column) of each reduction.
+TEST_F(ReduceJit, ElementwiseKernelsReduce) {
+  ts::kernel k = ts::jit(tessel_test::elementwise_row_sum{});
+  EXPECT_EQ(k.resources().shared_bytes, 64u * 4);
+  ts::kernel stats = ts::jit(tessel_test::elementwise_row_stats{});
+  const ts::kernel_resources r = stats.resources();
+  EXPECT_EQ(r.shared_bytes, (64u + 64u + 128u) * 4);
+  EXPECT_EQ(r.threads, 128u);
+  EXPECT_EQ(r.spill_stores, 0);
+  const std::string ptx = stats.stage("ptx");
+  EXPECT_THAT(ptx, HasSubstr("red.shared.add.f32"));
+  EXPECT_THAT(ptx, HasSubstr("red.shared.max.s32"));
+  EXPECT_THAT(ptx, HasSubstr("red.shared.min.u32"));
+  EXPECT_THAT(ptx, HasSubstr("atom.global.add.f32"));
 }
 
 TEST_F(ReduceJit, GemmWhoseAccumulatorIsUnusedIsAnError) {

@@ -591,30 +591,175 @@ LogicalResult KernelBuilder::emitReduceStore(StoreOp store, ArrayRef<Value> accs
       auto ifIn = b.create<scf::IfOp>(loc, TypeRange{}, inBounds, /*withElse=*/false);
       OpBuilder::InsertionGuard g2(b);
       b.setInsertionPointToStart(ifIn.thenBlock());
-      Value p = b.create<LLVM::GEPOp>(loc, r.ptr.getType(), r.elementType, r.ptr, linear);
-      if (kind == ReduceKind::sum) {
-        b.create<LLVM::AtomicRMWOp>(loc, LLVM::AtomicBinOp::fadd, p, v,
-                                    LLVM::AtomicOrdering::monotonic);
-        continue;
-      }
-      Value bits = b.create<LLVM::BitcastOp>(loc, b.getI32Type(), v);
-      if (kind == ReduceKind::amax) {
-        b.create<LLVM::AtomicRMWOp>(loc, LLVM::AtomicBinOp::max, p, bits,
-                                    LLVM::AtomicOrdering::monotonic);
-        continue;
-      }
-      Value nonNegative = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, bits, i32(0));
-      auto ifSign = b.create<scf::IfOp>(loc, TypeRange{}, nonNegative, /*withElse=*/true);
-      OpBuilder::InsertionGuard g3(b);
-      b.setInsertionPointToStart(ifSign.thenBlock());
-      b.create<LLVM::AtomicRMWOp>(loc, LLVM::AtomicBinOp::max, p, bits,
-                                  LLVM::AtomicOrdering::monotonic);
-      b.setInsertionPointToStart(ifSign.elseBlock());
-      b.create<LLVM::AtomicRMWOp>(loc, LLVM::AtomicBinOp::umin, p, bits,
-                                  LLVM::AtomicOrdering::monotonic);
+      combineIntoGlobal(kind, b.create<LLVM::GEPOp>(loc, r.ptr.getType(), r.elementType, r.ptr, linear), v);
     }
   }
   return success();
+}
+
+void KernelBuilder::combineIntoGlobal(ReduceKind kind, Value p, Value v) {
+  if (kind == ReduceKind::sum) {
+    b.create<LLVM::AtomicRMWOp>(loc, LLVM::AtomicBinOp::fadd, p, v, LLVM::AtomicOrdering::monotonic);
+    return;
+  }
+  Value bits = b.create<LLVM::BitcastOp>(loc, b.getI32Type(), v);
+  if (kind == ReduceKind::amax) {
+    b.create<LLVM::AtomicRMWOp>(loc, LLVM::AtomicBinOp::max, p, bits, LLVM::AtomicOrdering::monotonic);
+    return;
+  }
+  Value nonNegative = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, bits, i32(0));
+  auto ifSign = b.create<scf::IfOp>(loc, TypeRange{}, nonNegative, /*withElse=*/true);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(ifSign.thenBlock());
+  b.create<LLVM::AtomicRMWOp>(loc, LLVM::AtomicBinOp::max, p, bits, LLVM::AtomicOrdering::monotonic);
+  b.setInsertionPointToStart(ifSign.elseBlock());
+  b.create<LLVM::AtomicRMWOp>(loc, LLVM::AtomicBinOp::umin, p, bits, LLVM::AtomicOrdering::monotonic);
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions in kernels without a dot
+//===----------------------------------------------------------------------===//
+//
+// `V.reduce_into({m}, ts::amax(x, ts::axis<1>))` in an elementwise kernel:
+// the R x C tile is spread over the CTA's threads element by element (as an
+// elementwise store is), so the threads that share a row (column) are not one
+// quad: the partials meet in shared memory.
+//   1. The CTA's threads set the L slots of a shared f32 vector (L = R for
+//      axis 1, C for axis 0, at a dynamic shared-memory offset of its own) to
+//      the identity (0 for sum and amax, -inf for max); bar.sync 0.
+//   2. Each thread evaluates its elements that lie inside every tensor the
+//      expression loads (insideLoads; the others are left out, as a GEMM
+//      reduction leaves out what lies outside M x N) and combines each into
+//      its row's (column's) slot with a shared atomic (red.shared: add.f32,
+//      or max / min on the f32 bits as in combineIntoGlobal); bar.sync 0.
+//   3. Thread i < L combines slot i into the output vector at the store's
+//      offset + i, bounds-checked, with one global atomic (combineIntoGlobal).
+// Ordering: rule 1's barrier orders the initialisation before every shared
+// atomic, rule 2's every shared atomic before the reads of step 3. sum's
+// order of additions is not fixed (as in a GEMM epilogue); max and amax are
+// exact.
+
+FailureOr<Value> KernelBuilder::insideLoads(Value v, ArrayRef<Value> coords) {
+  Value yes = b.create<arith::ConstantIntOp>(loc, b.getI1Type(), 1);
+  Operation *op = v.getDefiningOp();
+  if (!op || isa<arith::ConstantOp, SplatOp>(op))
+    return yes;
+  if (auto bc = dyn_cast<BroadcastOp>(op)) {
+    SmallVector<Value> src;
+    for (int64_t d : bc.getDims())
+      src.push_back(coords[d]);
+    return insideLoads(bc.getSrc(), src);
+  }
+  if (auto tr = dyn_cast<TransOp>(op))
+    return insideLoads(tr.getSrc(), {coords[1], coords[0]});
+  if (auto load = dyn_cast<LoadOp>(op)) {
+    auto offsets = offsetScalars(load.getOffsets());
+    if (failed(offsets))
+      return failure();
+    return address(cast<BlockArgument>(load.getRef()).getArgNumber(), *offsets, coords).second;
+  }
+  Value all = yes;
+  for (Value o : op->getOperands()) {
+    if (!isa<ShapedType>(o.getType()))
+      continue;
+    auto in = insideLoads(o, coords);
+    if (failed(in))
+      return failure();
+    all = b.create<arith::AndIOp>(loc, all, *in);
+  }
+  return all;
+}
+
+LogicalResult KernelBuilder::emitElementwiseReduce(StoreOp store) {
+  auto reduce = store.getValue().getDefiningOp<ReduceOp>();
+  if (!reduce)
+    return store.emitError("a {combine} store stores a tessel.reduce"), failure();
+  auto src = cast<RankedTensorType>(reduce.getSrc().getType());
+  const int64_t rows = src.getDimSize(0), cols = src.getDimSize(1), axis = reduce.getAxis();
+  const int64_t length = axis == 1 ? rows : cols;
+  const ReduceKind kind = reduce.getKind();
+  const float identity = kind == ReduceKind::max ? -std::numeric_limits<float>::infinity() : 0.0f;
+  const int64_t slotsOffset = smemBytes;
+  smemBytes += 4 * length;
+  auto slot = [&](Value i) {
+    return smemAddr(b.create<arith::AddIOp>(loc, i32(slotsOffset), b.create<arith::MulIOp>(loc, i, i32(4))));
+  };
+  auto forEachSlot = [&](function_ref<LogicalResult(Value)> body) -> LogicalResult {
+    for (int64_t k = 0; k * threads < length; ++k) {
+      Value i = b.create<arith::AddIOp>(loc, tid, i32(k * threads));
+      auto ifIn = b.create<scf::IfOp>(loc, TypeRange{}, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, i,
+                                                                               i32(length)),
+                                      /*withElse=*/false);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(ifIn.thenBlock());
+      if (failed(body(i)))
+        return failure();
+    }
+    return success();
+  };
+  // 1.
+  Value identityBits = i32(llvm::bit_cast<int32_t>(identity));
+  if (failed(forEachSlot([&](Value i) {
+        ptx("st.shared.b32 [$0], $1;", "r,r", {slot(i), identityBits});
+        return success();
+      })))
+    return failure();
+  ptx("bar.sync 0;", "", {});
+  // 2.
+  const int64_t numel = rows * cols;
+  for (int64_t k = 0; k * threads < numel; ++k) {
+    Value e = b.create<arith::AddIOp>(loc, tid, i32(k * threads));
+    auto ifIn = b.create<scf::IfOp>(loc, TypeRange{}, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, e,
+                                                                             i32(numel)),
+                                    /*withElse=*/false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(ifIn.thenBlock());
+    EpilogueReuse reuse(*this);
+    Value row = b.create<arith::DivUIOp>(loc, e, i32(cols));
+    Value col = b.create<arith::RemUIOp>(loc, e, i32(cols));
+    auto inside = insideLoads(reduce.getSrc(), {row, col});
+    if (failed(inside))
+      return failure();
+    auto ifInside = b.create<scf::IfOp>(loc, TypeRange{}, *inside, /*withElse=*/false);
+    b.setInsertionPointToStart(ifInside.thenBlock());
+    auto x = element(reduce.getSrc(), {row, col});
+    if (failed(x))
+      return failure();
+    Value v = *x;
+    if (!v.getType().isF32())
+      v = b.create<arith::ExtFOp>(loc, b.getF32Type(), v);
+    if (kind == ReduceKind::amax)
+      v = b.create<math::AbsFOp>(loc, v);
+    Value at = slot(axis == 1 ? row : col);
+    if (kind == ReduceKind::sum) {
+      ptx("red.shared.add.f32 [$0], $1;", "r,f", {at, v});
+      continue;
+    }
+    Value bits = b.create<LLVM::BitcastOp>(loc, b.getI32Type(), v);
+    if (kind == ReduceKind::amax) {
+      ptx("red.shared.max.s32 [$0], $1;", "r,r", {at, bits});
+      continue;
+    }
+    ptx("{\n.reg .pred p;\nsetp.ge.s32 p, $1, 0;\n@p red.shared.max.s32 [$0], $1;\n@!p red.shared.min.u32 "
+        "[$0], $1;\n}",
+        "r,r", {at, bits});
+  }
+  ptx("bar.sync 0;", "", {});
+  // 3.
+  auto offsets = offsetScalars(store.getOffsets());
+  if (failed(offsets))
+    return failure();
+  unsigned arg = cast<BlockArgument>(store.getRef()).getArgNumber();
+  RefParams &r = refs[arg];
+  return forEachSlot([&](Value i) -> LogicalResult {
+    Value v = ptx("ld.shared.f32 $0, [$1];", "=f,r", {slot(i)}, b.getF32Type());
+    auto [linear, inBounds] = address(arg, *offsets, {i});
+    auto ifIn = b.create<scf::IfOp>(loc, TypeRange{}, inBounds, /*withElse=*/false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(ifIn.thenBlock());
+    combineIntoGlobal(kind, b.create<LLVM::GEPOp>(loc, r.ptr.getType(), r.elementType, r.ptr, linear), v);
+    return success();
+  });
 }
 
 //===----------------------------------------------------------------------===//

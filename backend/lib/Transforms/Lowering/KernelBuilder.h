@@ -302,6 +302,16 @@ private:
   /// Rows and columns (i32, from the tile's origin) of the accumulator tile
   /// inside the GEMM's M x N: what a reduction covers.
   FailureOr<std::pair<Value, Value>> gemmTileLimits();
+  /// Combines the f32 partial `v` into the output vector element at global
+  /// address `p` with one atomic (sum: add; max / amax: integer max / min on
+  /// the f32 bits, exact and order-independent).
+  void combineIntoGlobal(ReduceKind kind, Value p, Value v);
+  /// A `tessel.store {combine}` of a tessel.reduce in a kernel without a dot
+  /// (Epilogue.cpp): through a shared-memory vector of partials.
+  LogicalResult emitElementwiseReduce(StoreOp store);
+  /// i1: whether tile element `coords` of `v` lies inside every tensor the
+  /// expression loads (what an elementwise reduction covers).
+  FailureOr<Value> insideLoads(Value v, ArrayRef<Value> coords);
 
   // ---- TMA-store epilogue of the warp-specialized schedules ----------------
   /// Stores after the mainloop that go through shared memory and a TMA store:
