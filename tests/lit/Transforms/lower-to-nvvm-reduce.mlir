@@ -19,13 +19,17 @@
 // RUN: tessel-opt %inputs/elementwise_reduce_64x128.mlir -tessel-select-schedule -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=EW
 
 // A kernel without a dot (Epilogue.cpp, "Reductions in kernels without a dot"): the slots set to
-// the identity, bar.sync 0, shared atomics per element inside the loaded tensors, bar.sync 0,
-// then one global atomic per slot. Three reductions: 64 + 128 + 64 slots of dynamic shared memory.
+// the identity, bar.sync 0, shared atomics per element inside the loaded tensors (per warp and
+// row for a row reduction), bar.sync 0, then one global atomic per slot. Three reductions: 64 + 128 + 64 slots of dynamic shared memory.
 // EW-LABEL: llvm.func @rowstats(
 // EW-SAME: tessel.shared_bytes = 1024 : i32
 // EW: "st.shared.b32 [$0], $1;"
 // EW: "bar.sync 0;"
 // EW: math.exp
+// A row of 128 columns: each warp's 32 lanes hold one row's elements and shuffle them together;
+// lane 0 adds the warp's partial into the row's slot.
+// EW: nvvm.shfl.sync bfly %{{.*}}, %{{.*}}, %c16_i32, %c31_i32
+// EW: nvvm.shfl.sync bfly %{{.*}}, %{{.*}}, %c1_i32, %c31_i32
 // EW: "red.shared.add.f32 [$0], $1;"
 // EW: "bar.sync 0;"
 // EW: "ld.shared.f32 $0, [$1];"

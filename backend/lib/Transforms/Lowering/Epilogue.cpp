@@ -631,7 +631,9 @@ void KernelBuilder::combineIntoGlobal(ReduceKind kind, Value p, Value v) {
 //      expression loads (insideLoads; the others are left out, as a GEMM
 //      reduction leaves out what lies outside M x N) and combines each into
 //      its row's (column's) slot with a shared atomic (red.shared: add.f32,
-//      or max / min on the f32 bits as in combineIntoGlobal); bar.sync 0.
+//      or max / min on the f32 bits as in combineIntoGlobal); where a warp's
+//      lanes hold one row's elements, shuffles combine them first (outside
+//      elements as the identity) and lane 0 alone combines; bar.sync 0.
 //   3. Thread i < L combines slot i into the output vector at the store's
 //      offset + i, bounds-checked, with one global atomic (combineIntoGlobal).
 // Ordering: rule 1's barrier orders the initialisation before every shared
@@ -705,23 +707,32 @@ LogicalResult KernelBuilder::emitElementwiseReduce(StoreOp store) {
       })))
     return failure();
   ptx("bar.sync 0;", "", {});
-  // 2.
+  // 2. With rows of whole warps (a row reduction, cols a multiple of 32, no partial last pass)
+  //    the 32 lanes of a warp hold 32 elements of one row: they combine them with shuffles
+  //    first (an element outside the loaded tensors is the identity there), and lane 0 alone
+  //    does the shared atomic, not 32 lanes on one address.
   const int64_t numel = rows * cols;
+  const bool warpRows = axis == 1 && cols % 32 == 0 && numel % threads == 0;
+  Value lane = b.create<arith::RemUIOp>(loc, tid, i32(32));
   for (int64_t k = 0; k * threads < numel; ++k) {
     Value e = b.create<arith::AddIOp>(loc, tid, i32(k * threads));
-    auto ifIn = b.create<scf::IfOp>(loc, TypeRange{}, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, e,
-                                                                             i32(numel)),
-                                    /*withElse=*/false);
     OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(ifIn.thenBlock());
+    if (!warpRows) {
+      auto ifIn = b.create<scf::IfOp>(loc, TypeRange{}, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, e,
+                                                                               i32(numel)),
+                                      /*withElse=*/false);
+      b.setInsertionPointToStart(ifIn.thenBlock());
+    }
     EpilogueReuse reuse(*this);
     Value row = b.create<arith::DivUIOp>(loc, e, i32(cols));
     Value col = b.create<arith::RemUIOp>(loc, e, i32(cols));
     auto inside = insideLoads(reduce.getSrc(), {row, col});
     if (failed(inside))
       return failure();
-    auto ifInside = b.create<scf::IfOp>(loc, TypeRange{}, *inside, /*withElse=*/false);
-    b.setInsertionPointToStart(ifInside.thenBlock());
+    if (!warpRows) {
+      auto ifInside = b.create<scf::IfOp>(loc, TypeRange{}, *inside, /*withElse=*/false);
+      b.setInsertionPointToStart(ifInside.thenBlock());
+    }
     auto x = element(reduce.getSrc(), {row, col});
     if (failed(x))
       return failure();
@@ -730,6 +741,20 @@ LogicalResult KernelBuilder::emitElementwiseReduce(StoreOp store) {
       v = b.create<arith::ExtFOp>(loc, b.getF32Type(), v);
     if (kind == ReduceKind::amax)
       v = b.create<math::AbsFOp>(loc, v);
+    if (warpRows) {
+      v = b.create<arith::SelectOp>(loc, *inside, v,
+                                    b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(identity)).getResult());
+      for (int64_t d : {16, 8, 4, 2, 1}) {
+        Value other = b.create<NVVM::ShflOp>(loc, b.getF32Type(), i32(-1), v, i32(d), i32(0x1f),
+                                             NVVM::ShflKind::bfly, UnitAttr());
+        v = kind == ReduceKind::sum ? b.create<arith::AddFOp>(loc, v, other).getResult()
+                                    : b.create<arith::MaximumFOp>(loc, v, other).getResult();
+      }
+      auto ifLead = b.create<scf::IfOp>(loc, TypeRange{}, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                                                                                 lane, i32(0)),
+                                        /*withElse=*/false);
+      b.setInsertionPointToStart(ifLead.thenBlock());
+    }
     Value at = slot(axis == 1 ? row : col);
     if (kind == ReduceKind::sum) {
       ptx("red.shared.add.f32 [$0], $1;", "r,f", {at, v});
