@@ -65,6 +65,25 @@ std::vector<float> to_float(const std::vector<std::uint16_t>& v) {
   return f;
 }
 
+/// Every element of every matrix of C against `want(z, i, j)` (a double reference of a K-deep dot
+/// product), within tessel_gpu_test::sample_tol; the first 8 differences are reported.
+template <class Want>
+void expect_matches(const tb::guarded_output& C, std::int64_t batch, std::int64_t m, std::int64_t n,
+                    std::int64_t k, Want want) {
+  int bad = 0;
+  for (std::int64_t z = 0; z < batch; ++z)
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        const double w = want(z, i, j);
+        float got = tb::bf16_to_float(std::uint16_t(C.bits(z, i, j)));
+        double tol = tessel_gpu_test::sample_tol(w, k);
+        if (!(std::abs(got - w) <= tol) && bad++ < 8)
+          ADD_FAILURE() << "C[" << z << "][" << i << "][" << j << "] = " << got << ", CPU " << w << " (tol " << tol
+                        << ")";
+      }
+  EXPECT_EQ(bad, 0) << bad << " elements differ from the CPU reference";
+}
+
 class BatchedGemm : public ::testing::TestWithParam<batched_case> {};
 
 TEST_P(BatchedGemm, EveryMatrixMatchesCpu) {
@@ -101,20 +120,12 @@ TEST_P(BatchedGemm, EveryMatrixMatchesCpu) {
   std::vector<float> a = to_float(tb::to_host_bf16(A.get(), nA)), b = to_float(tb::to_host_bf16(B.get(), nB));
   const tb::guard_report g = C.check();
   EXPECT_TRUE(g.ok()) << "C in rows of " << ldC << ", matrices " << sC << " apart: " << g.str();
-  int bad = 0;
-  for (std::int64_t z = 0; z < c.batch; ++z)
-    for (std::int64_t i = 0; i < c.m; ++i)
-      for (std::int64_t j = 0; j < c.n; ++j) {
-        double want = 0;
-        for (std::int64_t kk = 0; kk < c.k; ++kk)
-          want += double(a[z * sA + i * rA + kk * kA]) * double(b[z * sB + j * rB + kk * kB]);
-        float got = tb::bf16_to_float(std::uint16_t(C.bits(z, i, j)));
-        double tol = tessel_gpu_test::sample_tol(want, c.k);
-        if (!(std::abs(got - want) <= tol) && bad++ < 8)
-          ADD_FAILURE() << "C[" << z << "][" << i << "][" << j << "] = " << got << ", CPU " << want << " (tol " << tol
-                        << ")";
-      }
-  EXPECT_EQ(bad, 0) << bad << " elements differ from the CPU reference";
+  expect_matches(C, c.batch, c.m, c.n, c.k, [&](std::int64_t z, std::int64_t i, std::int64_t j) {
+    double want = 0;
+    for (std::int64_t kk = 0; kk < c.k; ++kk)
+      want += double(a[z * sA + i * rA + kk * kA]) * double(b[z * sB + j * rB + kk * kB]);
+    return want;
+  });
 }
 
 std::vector<batched_case> cases() {
@@ -201,20 +212,12 @@ TEST_P(BatchedResidual, EveryMatrixMatchesCpu) {
                      r = to_float(tb::to_host_bf16(R.get(), nR));
   const tb::guard_report g = C.check();
   EXPECT_TRUE(g.ok()) << g.str();
-  int bad = 0;
-  for (std::int64_t z = 0; z < c.batch; ++z)
-    for (std::int64_t i = 0; i < c.m; ++i)
-      for (std::int64_t j = 0; j < c.n; ++j) {
-        double want = r[z * sR + i * ld + j];
-        for (std::int64_t kk = 0; kk < c.k; ++kk)
-          want += double(a[z * sA + i * c.k + kk]) * double(b[z * sB + j * c.k + kk]);
-        float got = tb::bf16_to_float(std::uint16_t(C.bits(z, i, j)));
-        double tol = tessel_gpu_test::sample_tol(want, c.k);
-        if (!(std::abs(got - want) <= tol) && bad++ < 8)
-          ADD_FAILURE() << "C[" << z << "][" << i << "][" << j << "] = " << got << ", CPU " << want << " (tol " << tol
-                        << ")";
-      }
-  EXPECT_EQ(bad, 0) << bad << " elements differ from the CPU reference";
+  expect_matches(C, c.batch, c.m, c.n, c.k, [&](std::int64_t z, std::int64_t i, std::int64_t j) {
+    double want = r[z * sR + i * ld + j];
+    for (std::int64_t kk = 0; kk < c.k; ++kk)
+      want += double(a[z * sA + i * c.k + kk]) * double(b[z * sB + j * c.k + kk]);
+    return want;
+  });
 }
 
 std::vector<residual_case> residual_cases() {

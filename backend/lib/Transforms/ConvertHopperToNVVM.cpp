@@ -164,15 +164,27 @@ struct TmaLoadToPtx : OpRewritePattern<hopper::TmaLoadOp> {
   }
 };
 
+/// The tensor operand of a 2-d or 3-d bulk tensor copy, `[$0, {$1, $2}]` or `[$0, {$1, $2, $3}]`,
+/// its constraints and operands (desc, x, y[, z]).
+struct TensorAddress {
+  std::string text, constraints;
+  SmallVector<Value> operands;
+  bool threeD;
+};
+TensorAddress tensorAddress(Value desc, Value x, Value y, Value z) {
+  if (z)
+    return {"[$0, {$1, $2, $3}]", "l,r,r,r", {desc, x, y, z}, true};
+  return {"[$0, {$1, $2}]", "l,r,r", {desc, x, y}, false};
+}
+
 struct TmaPrefetchToPtx : OpRewritePattern<hopper::TmaPrefetchOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(hopper::TmaPrefetchOp op, PatternRewriter &b) const override {
-    if (Value z = op.getZ())
-      emitPtx(b, op.getLoc(), "cp.async.bulk.prefetch.tensor.3d.L2.global.tile [$0, {$1, $2, $3}];", "l,r,r,r",
-              {op.getDesc(), op.getX(), op.getY(), z});
-    else
-      emitPtx(b, op.getLoc(), "cp.async.bulk.prefetch.tensor.2d.L2.global.tile [$0, {$1, $2}];", "l,r,r",
-              {op.getDesc(), op.getX(), op.getY()});
+    TensorAddress t = tensorAddress(op.getDesc(), op.getX(), op.getY(), op.getZ());
+    emitPtx(b, op.getLoc(),
+            std::string("cp.async.bulk.prefetch.tensor.") + (t.threeD ? "3d" : "2d") + ".L2.global.tile " + t.text +
+                ";",
+            t.constraints, t.operands);
     b.eraseOp(op);
     return success();
   }
@@ -181,12 +193,12 @@ struct TmaPrefetchToPtx : OpRewritePattern<hopper::TmaPrefetchOp> {
 struct TmaStoreToPtx : OpRewritePattern<hopper::TmaStoreOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(hopper::TmaStoreOp op, PatternRewriter &b) const override {
-    if (Value z = op.getZ())
-      emitPtx(b, op.getLoc(), "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [$0, {$1, $2, $3}], [$4];",
-              "l,r,r,r,r", {op.getDesc(), op.getX(), op.getY(), z, op.getSrc()});
-    else
-      emitPtx(b, op.getLoc(), "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];",
-              "l,r,r,r", {op.getDesc(), op.getX(), op.getY(), op.getSrc()});
+    TensorAddress t = tensorAddress(op.getDesc(), op.getX(), op.getY(), op.getZ());
+    t.operands.push_back(op.getSrc());
+    emitPtx(b, op.getLoc(),
+            std::string("cp.async.bulk.tensor.") + (t.threeD ? "3d" : "2d") + ".global.shared::cta.bulk_group " +
+                t.text + ", [$" + std::to_string(t.operands.size() - 1) + "];",
+            t.constraints + ",r", t.operands);
     b.eraseOp(op);
     return success();
   }

@@ -528,7 +528,6 @@ LogicalResult KernelBuilder::emitReduceStore(StoreOp store, ArrayRef<Value> accs
   if (failed(offsets))
     return failure();
   unsigned arg = cast<BlockArgument>(store.getRef()).getArgNumber();
-  RefParams &r = refs[arg];
   Value leader = axis == 1
                      ? b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
                                                b.create<arith::RemUIOp>(loc, lane, i32(4)), i32(0))
@@ -585,19 +584,20 @@ LogicalResult KernelBuilder::emitReduceStore(StoreOp store, ArrayRef<Value> accs
     auto ifLeader = b.create<scf::IfOp>(loc, TypeRange{}, leader, /*withElse=*/false);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(ifLeader.thenBlock());
-    for (auto &[key, v] : partial) {
-      Value at = b.create<arith::AddIOp>(loc, axis == 1 ? rowBase : colBase, i32(key));
-      auto [linear, inBounds] = address(arg, *offsets, {at});
-      auto ifIn = b.create<scf::IfOp>(loc, TypeRange{}, inBounds, /*withElse=*/false);
-      OpBuilder::InsertionGuard g2(b);
-      b.setInsertionPointToStart(ifIn.thenBlock());
-      combineIntoGlobal(kind, b.create<LLVM::GEPOp>(loc, r.ptr.getType(), r.elementType, r.ptr, linear), v);
-    }
+    for (auto &[key, v] : partial)
+      combineIntoGlobal(kind, arg, *offsets, b.create<arith::AddIOp>(loc, axis == 1 ? rowBase : colBase, i32(key)),
+                        v);
   }
   return success();
 }
 
-void KernelBuilder::combineIntoGlobal(ReduceKind kind, Value p, Value v) {
+void KernelBuilder::combineIntoGlobal(ReduceKind kind, unsigned arg, ArrayRef<Value> offsets, Value at, Value v) {
+  auto [linear, inBounds] = address(arg, offsets, {at});
+  auto ifIn = b.create<scf::IfOp>(loc, TypeRange{}, inBounds, /*withElse=*/false);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(ifIn.thenBlock());
+  RefParams &r = refs[arg];
+  Value p = b.create<LLVM::GEPOp>(loc, r.ptr.getType(), r.elementType, r.ptr, linear);
   if (kind == ReduceKind::sum) {
     b.create<LLVM::AtomicRMWOp>(loc, LLVM::AtomicBinOp::fadd, p, v, LLVM::AtomicOrdering::monotonic);
     return;
@@ -609,7 +609,6 @@ void KernelBuilder::combineIntoGlobal(ReduceKind kind, Value p, Value v) {
   }
   Value nonNegative = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, bits, i32(0));
   auto ifSign = b.create<scf::IfOp>(loc, TypeRange{}, nonNegative, /*withElse=*/true);
-  OpBuilder::InsertionGuard g(b);
   b.setInsertionPointToStart(ifSign.thenBlock());
   b.create<LLVM::AtomicRMWOp>(loc, LLVM::AtomicBinOp::max, p, bits, LLVM::AtomicOrdering::monotonic);
   b.setInsertionPointToStart(ifSign.elseBlock());
@@ -775,14 +774,9 @@ LogicalResult KernelBuilder::emitElementwiseReduce(StoreOp store) {
   if (failed(offsets))
     return failure();
   unsigned arg = cast<BlockArgument>(store.getRef()).getArgNumber();
-  RefParams &r = refs[arg];
   return forEachSlot([&](Value i) -> LogicalResult {
     Value v = ptx("ld.shared.f32 $0, [$1];", "=f,r", {slot(i)}, b.getF32Type());
-    auto [linear, inBounds] = address(arg, *offsets, {i});
-    auto ifIn = b.create<scf::IfOp>(loc, TypeRange{}, inBounds, /*withElse=*/false);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(ifIn.thenBlock());
-    combineIntoGlobal(kind, b.create<LLVM::GEPOp>(loc, r.ptr.getType(), r.elementType, r.ptr, linear), v);
+    combineIntoGlobal(kind, arg, *offsets, i, v);
     return success();
   });
 }

@@ -302,10 +302,10 @@ private:
   /// Rows and columns (i32, from the tile's origin) of the accumulator tile
   /// inside the GEMM's M x N: what a reduction covers.
   FailureOr<std::pair<Value, Value>> gemmTileLimits();
-  /// Combines the f32 partial `v` into the output vector element at global
-  /// address `p` with one atomic (sum: add; max / amax: integer max / min on
-  /// the f32 bits, exact and order-independent).
-  void combineIntoGlobal(ReduceKind kind, Value p, Value v);
+  /// Combines the f32 partial `v` into element `at` of output vector `arg`
+  /// stored at `offsets`, bounds-checked, with one atomic (sum: add; max /
+  /// amax: integer max / min on the f32 bits, exact and order-independent).
+  void combineIntoGlobal(ReduceKind kind, unsigned arg, ArrayRef<Value> offsets, Value at, Value v);
   /// A `tessel.store {combine}` of a tessel.reduce in a kernel without a dot
   /// (Epilogue.cpp): through a shared-memory vector of partials.
   LogicalResult emitElementwiseReduce(StoreOp store);
