@@ -89,7 +89,8 @@ private:
 };
 
 /// "ptr:0", "size:0:1", "stride:2:0", "tma:1:64x256:128", "tma:1:32x64:64:c0", "tma:0:64x64:128:r",
-/// "tmastore:2:64x64:128", "tmaprefetch:3:128x128:0", "tmaok:2", "grid:0", "workspace:131072",
+/// "tmastore:2:64x64:128", "tmaprefetch:3:128x128:0", "tmaoperand:3:64x64:128", "tmaok:2", "grid:0",
+/// "workspace:131072",
 /// "scalar:3" -> ParamSpec.
 ::tessel::ParamSpec parseParam(StringRef s) {
   SmallVector<StringRef> parts;
@@ -119,9 +120,10 @@ private:
     p.dim = num(parts[2]);
   } else {
     p.kind = ::tessel::ParamSpec::Kind::TmaDescriptor;
-    // TMA-store and L2-prefetch descriptors are optional: zeroed when the tensor breaks TMA's
-    // rules (a "tmaok" parameter tells the kernel), never a reason for a fallback variant.
-    p.store = parts[0] == "tmastore" || parts[0] == "tmaprefetch";
+    // TMA-store, L2-prefetch and epilogue-operand descriptors are optional: zeroed when the
+    // tensor breaks TMA's rules (a "tmaok" parameter tells the kernel, which then reads or writes
+    // it with plain loads and stores), never a reason for a fallback variant.
+    p.store = parts[0] == "tmastore" || parts[0] == "tmaprefetch" || parts[0] == "tmaoperand";
     auto [inner, outer] = parts[2].split('x');
     p.box = {static_cast<uint32_t>(num(inner)), static_cast<uint32_t>(num(outer)), 1};
     p.swizzleBytes = num(parts[3]);

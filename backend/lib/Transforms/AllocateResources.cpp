@@ -11,9 +11,12 @@
 // The rules:
 //   1. Shared memory is laid out by planSharedMemory (SharedMemory.h), the
 //      function tessel-select-schedule checked the stages with: the ring's A
-//      and B slots, the consumers' staging buffers, the full and empty
-//      barrier arrays (8 bytes each, one per stage). A dual GEMM's B slot
-//      holds both B tiles (GemmMatch::ringTile).
+//      and B slots, the consumers' staging buffers, the epilogue operands
+//      read through shared memory (`hopper.prefetch = "tma_smem"`,
+//      tessel-lower-epilogue rule 6, in the loads' order), the full and
+//      empty barrier arrays (8 bytes each, one per stage), and with operands
+//      one `operand_full` barrier per consumer. A dual GEMM's B slot holds
+//      both B tiles (GemmMatch::ringTile).
 //   2. Threads: 128 per warpgroup, the producer's included; multistage: 32
 //      per warp of its warp grid.
 //   3. Arrivals: a full barrier completes with the producer's one
@@ -57,8 +60,16 @@ LogicalResult allocate(plan::ScheduledGemm &g) {
   OpBuilder b = plan::atPlanEnd(g.fn);
   auto i64 = [&](int64_t v) { return b.getI64IntegerAttr(v); };
   // Rule 1.
+  int64_t operandBytes = 0;
+  for (Operation &op : g.fn.getBody().front())
+    if (auto load = dyn_cast<LoadOp>(op)) {
+      auto path = load->getAttrOfType<StringAttr>("hopper.prefetch");
+      if (path && path.getValue() == "tma_smem")
+        operandBytes += epilogueOperandBytes(
+            g.kind(), g.sched.getTile(), load.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8);
+    }
   SharedMemoryMap smem =
-      planSharedMemory(g.kind(), g.match.ringTile(), g.eltBytes(), ring->getStages());
+      planSharedMemory(g.kind(), g.match.ringTile(), g.eltBytes(), ring->getStages(), operandBytes);
   if (!smem.fits())
     return g.fn.emitError() << ring->getStages() << " stages of " << smem.stageBytes
                             << " bytes do not fit in shared memory";
@@ -79,6 +90,10 @@ LogicalResult allocate(plan::ScheduledGemm &g) {
     int64_t consumers = ws->getConsumers();
     threads = (consumers + (producer ? 1 : 0)) * kThreadsPerWarpgroup;
     offsets.set("staging", i64(smem.staging));
+    if (operandBytes) {
+      offsets.set("operands", i64(smem.operands));
+      offsets.set("operand_full", i64(smem.operandFull));
+    }
     offsets.set("full", i64(smem.full));
     offsets.set("empty", i64(smem.empty));
     // Rule 3.

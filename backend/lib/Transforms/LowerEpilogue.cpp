@@ -36,16 +36,29 @@
 //      (column) combine theirs with shuffles, and one lane per warp combines
 //      the warp's partial into global memory with an atomic (red.add.f32;
 //      max / amax as integer max / min on the f32 bits). Never staged.
-// Epilogue operands (`hopper.prefetch` on a tessel.load after the mainloop):
-//   6. "tma_l2" (warp-specialized schedules, whose producer warp is idle
-//      once a tile's loads are issued): a BM x BN tile of 16- or 32-bit
-//      floats from a 2-d tensor or one matrix of a batched one (C0 of
-//      alpha * A B + beta * C0, a residual)
-//      is prefetched into L2 by the producer with one TMA box
-//      (cp.async.bulk.prefetch.tensor) right after it issued the tile's last
-//      k-stage, a few k-steps before the tile's epilogue, which then reads it
-//      element by element in its own layout from L2. When the tensor breaks
-//      TMA's rules (the `tmaok` parameter), nothing is prefetched and the
+// Epilogue operands (`hopper.prefetch` on a tessel.load after the mainloop),
+// in the warp-specialized schedules: a BM x BN tile of 16- or 32-bit floats
+// from a 2-d tensor or one matrix of a batched one (C0 of alpha * A B + beta
+// * C0, a residual) takes one of:
+//   6. "tma_smem" (16-bit floats, BN * 2 a multiple of 128 bytes, and the
+//      tile fits in the shared memory the ring and staging buffers leave,
+//      epilogueOperandBytes in SharedMemory.h; taken in the loads' order):
+//      each consumer's thread 0 loads its rows of the tile into shared memory
+//      with TMA (64-row x 128-byte boxes, 128B swizzle, the staging chunks'
+//      layout) when it starts the tile, a whole mainloop before the epilogue,
+//      which reads them with ldmatrix in the accumulator's fragment layout
+//      (CUTLASS loads C through shared memory too). Reading C0 element by
+//      element from L2 costs the consumers one L1 wavefront per row touched,
+//      and the other consumer's wgmmas are reading shared memory at full
+//      rate meanwhile (docs/benchmarks.md run 109). When the tensor breaks
+//      TMA's rules (the `tmaok` parameter), the consumer's threads copy the
+//      tile into the same buffer with bounds-checked loads instead.
+//   7. "tma_l2" (the others: 32-bit, or no room): the producer, whose warp
+//      is idle once a tile's loads are issued, prefetches the tile into L2
+//      with one TMA box (cp.async.bulk.prefetch.tensor) right after it issued
+//      the tile's last k-stage, a few k-steps before the tile's epilogue,
+//      which then reads it element by element in its own layout from L2.
+//      When the tensor breaks TMA's rules, nothing is prefetched and the
 //      epilogue reads it from memory.
 // The accumulator transposed (`acc.T()` in the stored value, AccumulatorView
 // in GemmMatch.h; every tile of a kernel whose operands tessel-swap-operands
@@ -63,6 +76,7 @@
 #include "SchedulePlan.h"
 
 #include "tessel/Transforms/Passes.h"
+#include "tessel/Transforms/SharedMemory.h"
 
 namespace mlir::tessel {
 #define GEN_PASS_DEF_TESSELLOWEREPILOGUE
@@ -77,8 +91,8 @@ namespace {
 constexpr StringLiteral kStoreAttr = "hopper.store";
 constexpr StringLiteral kPrefetchAttr = "hopper.prefetch";
 
-/// Rule 6: a BM x BN tile of 16- or 32-bit floats loaded from a 2-d tensor,
-/// or from one matrix of a batched (rank-3) one.
+/// Rules 6 and 7: a BM x BN tile of 16- or 32-bit floats loaded from a 2-d
+/// tensor, or from one matrix of a batched (rank-3) one.
 bool prefetchable(LoadOp load, ArrayRef<int64_t> tile) {
   auto ty = cast<RankedTensorType>(load.getResult().getType());
   RefType ref = load.getRef().getType();
@@ -105,17 +119,28 @@ LogicalResult lowerEpilogue(plan::ScheduledGemm &g) {
     return success();
   auto mma = plan::require<hopper::MmaScheduleOp>(g.fn, "tessel-schedule-mma");
   auto scheduler = plan::require<hopper::TileSchedulerOp>(g.fn, "tessel-materialize-tile-scheduler");
-  if (failed(mma) || failed(scheduler))
+  auto ring = plan::require<hopper::RingOp>(g.fn, "tessel-insert-async-copies");
+  if (failed(mma) || failed(scheduler) || failed(ring))
     return failure();
   auto tile = g.sched.getTile();
   bool multistage = g.kind() == ScheduleKind::multistage;
   SmallVector<Value, 2> accs;
   for (unsigned i : g.match.accIndices)
     accs.push_back(g.match.loop.getResult(i));
+  int64_t operandBytes = 0; // rule 6's operands so far
   for (Operation &op : g.fn.getBody().front()) {
     if (auto load = dyn_cast<LoadOp>(op)) {
-      if (g.warpSpecialized() && prefetchable(load, tile))
-        load->setAttr(kPrefetchAttr, StringAttr::get(g.fn.getContext(), "tma_l2"));
+      if (!g.warpSpecialized() || !prefetchable(load, tile))
+        continue;
+      unsigned bits = load.getRef().getType().getElementType().getIntOrFloatBitWidth();
+      int64_t bytes = epilogueOperandBytes(g.kind(), tile, bits / 8);
+      bool smem = bits == 16 && (tile[1] * 2) % 128 == 0 &&
+                  planSharedMemory(g.kind(), g.match.ringTile(), g.eltBytes(), ring->getStages(),
+                                   operandBytes + bytes)
+                      .fits();
+      if (smem)
+        operandBytes += bytes;
+      load->setAttr(kPrefetchAttr, StringAttr::get(g.fn.getContext(), smem ? "tma_smem" : "tma_l2"));
       continue;
     }
     auto store = dyn_cast<StoreOp>(op);

@@ -408,6 +408,12 @@ FailureOr<Value> KernelBuilder::element(Value v, ArrayRef<Value> coords) {
     if (auto it = factorElements.find(std::make_tuple(v, coords[0], coords[1]));
         it != factorElements.end())
       return it->second;
+  // An epilogue operand's element that ldmatrix read from shared memory
+  // (readOperandFragments, Epilogue.cpp).
+  if (!operandElements.empty() && coords.size() == 2)
+    if (auto it = operandElements.find(std::make_tuple(v, coords[0], coords[1]));
+        it != operandElements.end())
+      return it->second;
   Operation *op = v.getDefiningOp();
   if (!op)
     return fn.emitError("a kernel argument is used as a tile"), failure();
@@ -637,12 +643,24 @@ LogicalResult KernelBuilder::buildSignature() {
       t.swizzle = 0;
       tma.push_back(t);
     }
+    // Epilogue operands read through shared memory: the staging chunks'
+    // boxes, 64 rows x 128 bytes, 128B swizzle.
+    for (LoadOp load : stagedOperandLoads()) {
+      int64_t bytes = load.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8;
+      TmaParam t{cast<BlockArgument>(load.getRef()).getArgNumber(), {128 / bytes, 64}, {}};
+      t.operand = load;
+      tma.push_back(t);
+    }
     // "tma:<arg>:<box inner>x<box outer>:<swizzle bytes>[:c<contiguous dim>][:r]";
     // ":c" only when the tensor's unit-stride dimension is not its last, ":r"
     // when the box's rows are clipped to the tensor's (clippedRows).
     for (TmaParam &t : tma) {
       types.push_back(LLVM::LLVMPointerType::get(ctx));
-      std::string text = (t.store ? "tmastore:" : t.prefetch ? "tmaprefetch:" : "tma:") + std::to_string(t.arg) + ":" +
+      std::string text = (t.store      ? "tmastore:"
+                          : t.prefetch ? "tmaprefetch:"
+                          : t.operand  ? "tmaoperand:"
+                                       : "tma:") +
+                         std::to_string(t.arg) + ":" +
                          std::to_string(t.box[0]) + "x" + std::to_string(t.box[1]) + ":" +
                          std::to_string(t.store ? 128 : t.swizzle);
       if (t.contiguousDim >= 0)
@@ -839,9 +857,13 @@ LogicalResult KernelBuilder::setupGemm() {
   // caught.
   if (!multistage) {
     int64_t readers = (pingpong ? 1 : consumers) * clusterSize;
-    kernel->setAttr("tessel.ring_arrivals",
-                    b.getDictionaryAttr({b.getNamedAttr("full", b.getI64IntegerAttr(1)),
-                                         b.getNamedAttr("empty", b.getI64IntegerAttr(readers))}));
+    // (The epilogue operands' barriers, ring "operand": one arrive_expect_tx
+    // of the consumer's thread 0 per tile.)
+    SmallVector<NamedAttribute> arrivals{b.getNamedAttr("full", b.getI64IntegerAttr(1)),
+                                         b.getNamedAttr("empty", b.getI64IntegerAttr(readers))};
+    if (!stagedOperandLoads().empty())
+      arrivals.push_back(b.getNamedAttr("operand", b.getI64IntegerAttr(1)));
+    kernel->setAttr("tessel.ring_arrivals", b.getDictionaryAttr(arrivals));
   }
   if (!multistage) {
     auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, isLeader, false);
@@ -852,6 +874,10 @@ LogicalResult KernelBuilder::setupGemm() {
       b.create<hopper::MBarrierInitOp>(loc, smemAddr(emptyBarOff + 8 * s), i32(emptyArrivals),
                                        b.getStringAttr("empty"));
     }
+    if (!stagedOperandLoads().empty())
+      for (int64_t c = 0; c < consumers; ++c)
+        b.create<hopper::MBarrierInitOp>(loc, smemAddr(operandFullOff + 8 * c), i32(1),
+                                         b.getStringAttr("operand"));
     b.create<hopper::FenceMBarrierInitOp>(loc);
     for (TmaParam &t : tma)
       b.create<hopper::PrefetchTensorMapOp>(loc, t.desc);
@@ -1037,13 +1063,24 @@ LogicalResult KernelBuilder::readPlan() {
     fullBarOff = *full;
     emptyBarOff = *empty;
     emptyArrivals = arrivals.getInt();
+    if (!stagedOperandLoads().empty()) {
+      auto ops = offset("operands"), opFull = offset("operand_full");
+      if (failed(ops) || failed(opFull))
+        return failure();
+      operandsOff = *ops;
+      operandFullOff = *opFull;
+    }
   }
   // The ring against the layout tessel-allocate-resources made for it (planSharedMemory): an
   // edited stage count under the old layout would put the last stages' slots over the next region
   // or past the end of shared memory, and a huge one would unroll the barriers' setup for ever.
   const int64_t operandBytes = bits / 8;
-  const SharedMemoryMap smem =
-      planSharedMemory(sched.getKind(), gemm->ringTile(), operandBytes, ringOp.getStages());
+  int64_t epilogueOperands = 0;
+  for (LoadOp load : stagedOperandLoads())
+    epilogueOperands += epilogueOperandBytes(
+        sched.getKind(), sched.getTile(), load.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8);
+  const SharedMemoryMap smem = planSharedMemory(sched.getKind(), gemm->ringTile(), operandBytes,
+                                                ringOp.getStages(), epilogueOperands);
   if (!smem.fits())
     return ringOp.emitError() << ringOp.getStages() << " stages of " << smem.stageBytes
                               << " bytes do not fit in shared memory (" << smem.budget
@@ -1053,7 +1090,8 @@ LogicalResult KernelBuilder::readPlan() {
                               << smem.stageBytes << " bytes of one stage's A and B tiles";
   if (*bo != smem.b || resourcesOp.getSmemBytes() != smem.bytes ||
       (!multistage &&
-       (stagingOff != smem.staging || fullBarOff != smem.full || emptyBarOff != smem.empty)))
+       (stagingOff != smem.staging || fullBarOff != smem.full || emptyBarOff != smem.empty ||
+        (epilogueOperands && (operandsOff != smem.operands || operandFullOff != smem.operandFull)))))
     return resourcesOp.emitError()
            << "the shared-memory layout is not the one of the ring's " << ringOp.getStages()
            << " stages of " << smem.stageBytes << " bytes (smem_bytes " << smem.bytes << ", b "

@@ -26,8 +26,12 @@ int64_t mlir::tessel::consumerRowBlocks(ScheduleKind kind, int64_t bm) {
   return bm / 64 / consumerWarpgroups(kind, bm);
 }
 
+int64_t mlir::tessel::epilogueOperandBytes(ScheduleKind kind, ArrayRef<int64_t> tile, int64_t bytes) {
+  return (kind == ScheduleKind::pingpong ? 2 : 1) * tile[0] * tile[1] * bytes;
+}
+
 SharedMemoryMap mlir::tessel::planSharedMemory(ScheduleKind kind, ArrayRef<int64_t> tile,
-                                               int64_t eltBytes, int64_t stages) {
+                                               int64_t eltBytes, int64_t stages, int64_t operandBytes) {
   SharedMemoryMap m;
   int64_t aBytes = tile[0] * tile[2] * eltBytes, bBytes = tile[1] * tile[2] * eltBytes;
   m.stageBytes = aBytes + bBytes;
@@ -35,15 +39,18 @@ SharedMemoryMap mlir::tessel::planSharedMemory(ScheduleKind kind, ArrayRef<int64
   m.b = stages * aBytes;
   m.staging = stages * m.stageBytes;
   if (kind == ScheduleKind::multistage) {
-    m.full = m.empty = m.bytes = m.staging;
+    m.operands = m.full = m.empty = m.operandFull = m.bytes = m.staging;
     m.budget = kSharedBytes;
     return m;
   }
   bool specialized = kind != ScheduleKind::tma;
   m.stagingBytes = specialized ? consumerWarpgroups(kind, tile[0]) * 2 * kStagingChunkBytes : 0;
-  m.full = m.staging + m.stagingBytes;
+  m.operands = m.staging + m.stagingBytes;
+  m.operandBytes = operandBytes;
+  m.full = m.operands + operandBytes;
   m.empty = m.full + 8 * stages;
-  m.bytes = m.empty + 8 * stages;
+  m.operandFull = m.empty + 8 * stages;
+  m.bytes = m.operandFull + (operandBytes ? 8 * consumerWarpgroups(kind, tile[0]) : 0);
   m.budget = kSharedBytes - kBarrierReserve;
   return m;
 }

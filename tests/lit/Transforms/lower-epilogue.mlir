@@ -5,6 +5,7 @@
 // RUN: tessel-opt %inputs/gemm_alpha_beta_128x128.mlir -tessel-select-schedule="schedule=pingpong" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=C0
 // RUN: tessel-opt %inputs/gemm_alpha_beta_128x128.mlir -tessel-select-schedule="schedule=tma" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=C0-TMA
 // RUN: tessel-opt %inputs/gemm_128x128_fp8.mlir -tessel-select-schedule="schedule=pingpong" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=FP8
+// RUN: tessel-opt %inputs/gemm_alpha_beta_128x192.mlir -tessel-select-schedule="schedule=pingpong" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=C0-L2
 // RUN: tessel-opt %inputs/batched_residual_128x128.mlir -tessel-select-schedule="schedule=pingpong" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=BATCHED
 
 // Cooperative (stream-K by default): the fixup, then a TMA store through the
@@ -24,11 +25,15 @@
 // MS: hopper.epilogue staging_buffers 0 fixup "none"
 // MS: tessel.store {{.*}} {hopper.store = "fragments"}
 
-// Rule 6: an M x N epilogue operand of a warp-specialized schedule is
-// prefetched into L2 by the producer; schedule tma has no producer warp.
-// C0: tessel.load %{{.*}}[%{{.*}}, %{{.*}}] {hopper.prefetch = "tma_l2"} : !tessel.ref<2 x bf16> -> tensor<128x128xbf16>
+// Rule 6: an M x N epilogue operand of a warp-specialized schedule goes
+// through shared memory where its tiles fit beside the ring (pingpong
+// 128x128x64, 4 stages: 2 x 32 KiB); rule 7: else the producer prefetches it
+// into L2 (128x192: 2 x 48 KiB do not fit beside 4 stages of 40 KiB);
+// schedule tma has no producer warp.
+// C0: tessel.load %{{.*}}[%{{.*}}, %{{.*}}] {hopper.prefetch = "tma_smem"} : !tessel.ref<2 x bf16> -> tensor<128x128xbf16>
+// C0-L2: tessel.load %{{.*}}[%{{.*}}, %{{.*}}] {hopper.prefetch = "tma_l2"} : !tessel.ref<2 x bf16> -> tensor<128x192xbf16>
 // C0-TMA-NOT: hopper.prefetch
 
 // Rules 1 and 6 for one matrix of a batched (rank-3) tensor: 3-d TMA boxes.
-// BATCHED: tessel.load %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] {hopper.prefetch = "tma_l2"} : !tessel.ref<3 x bf16> -> tensor<128x128xbf16>
+// BATCHED: tessel.load %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] {hopper.prefetch = "tma_smem"} : !tessel.ref<3 x bf16> -> tensor<128x128xbf16>
 // BATCHED: tessel.store {{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] {hopper.store = "tma_store"} : tensor<128x128xbf16>, !tessel.ref<3 x bf16>

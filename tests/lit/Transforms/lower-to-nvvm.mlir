@@ -2,7 +2,8 @@
 // RUN: tessel-opt %s -tessel-lower-to-nvvm | FileCheck %s --check-prefix=EW
 // RUN: tessel-opt %inputs/gemm_128x256.mlir -tessel-select-schedule -tessel-plan-pipeline -tessel-lower-to-nvvm=bounded-waits=true | FileCheck %s --check-prefix=BOUNDED
 // RUN: tessel-opt %inputs/gemm_128x256.mlir -tessel-select-schedule -tessel-plan-pipeline -tessel-lower-to-nvvm=bounded-waits=true -tessel-convert-hopper-to-nvvm | FileCheck %s --check-prefix=DEBUG
-// RUN: tessel-opt %inputs/gemm_alpha_beta_128x128.mlir -tessel-select-schedule="schedule=pingpong" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=PREFETCH
+// RUN: tessel-opt %inputs/gemm_alpha_beta_128x192.mlir -tessel-select-schedule="schedule=pingpong" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=PREFETCH
+// RUN: tessel-opt %inputs/gemm_alpha_beta_128x128.mlir -tessel-select-schedule="schedule=pingpong" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=OPERAND
 // RUN: sed 's/%C\[%m, %n\]/%C[%c0, %n]/' %inputs/gemm_128x256.mlir | tessel-opt -tessel-select-schedule -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=NOCLIP
 // RUN: tessel-opt %inputs/grouped_gemm_128x128.mlir -tessel-select-schedule="schedule=cooperative" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=GROUPED
 // RUN: tessel-opt %inputs/gemm_triangular_128x128.mlir -tessel-select-schedule="schedule=pingpong" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=TRIPS
@@ -103,15 +104,30 @@ func.func @x_three_times(%X: !tessel.ref<1 x f32>, %Y: !tessel.ref<1 x f32>) att
   return
 }
 
-// An epilogue operand prefetched into L2 (tessel-lower-epilogue rule 6): an
-// optional descriptor of the whole 128 x 128 tile and its TMA-usable flag;
+// An epilogue operand prefetched into L2 (tessel-lower-epilogue rule 7): an
+// optional descriptor of the whole 128 x 192 tile and its TMA-usable flag;
 // the producer prefetches it after issuing the tile's k-stages, when usable.
-// PREFETCH: tessel.params = [{{.*}}"tmastore:5:64x64:128", "tmaprefetch:4:128x128:0", "tmaok:5", "tmaok:4"
+// PREFETCH: tessel.params = [{{.*}}"tmastore:5:64x64:128", "tmaprefetch:4:192x128:0", "tmaok:5", "tmaok:4"
 // PREFETCH: hopper.tma.load
 // PREFETCH: scf.if
 // PREFETCH-NEXT: hopper.tma.prefetch %{{.*}}[%{{.*}}, %{{.*}}] : !llvm.ptr
 // The consumers read C0 with predicated 16-bit loads (0 outside the tensor, no branch).
 // PREFETCH: llvm.inline_asm has_side_effects {{.*}}@p ld.global.b16 $0, [$1];{{.*}}"=h,l,r,~{memory}"
+
+// An epilogue operand read through shared memory (tessel-lower-epilogue rule
+// 6; Epilogue.cpp rules O1-O3): the staging chunks' boxes; one barrier per
+// consumer; each consumer's thread 0 loads its 2 x 2 chunks when it starts a
+// tile (the bytes of the usable operands, at most 32 KiB), every consumer
+// thread waits before the epilogue, which reads the fragments with ldmatrix.
+// OPERAND: tessel.params = [{{.*}}"tmastore:5:64x64:128", "tmaoperand:4:64x64:128", "tmaok:5", "tmaok:4"
+// OPERAND-SAME: tessel.ring_arrivals = {empty = 1 : i64, full = 1 : i64, operand = 1 : i64}
+// OPERAND-COUNT-2: hopper.mbarrier.init %{{.*}}, %{{.*}} {ring = "operand"}
+// OPERAND: hopper.mbarrier.arrive_expect_tx %[[BAR:.*]], %{{.*}} {max_bytes = 32768 : i64, ring = "operand"}
+// OPERAND-COUNT-4: hopper.tma.load %{{.*}}[%{{.*}}, %{{.*}}] -> %{{.*}}, %[[BAR]] bytes 8192 : !llvm.ptr
+// OPERAND: hopper.wgmma
+// OPERAND: hopper.mbarrier.wait %{{.*}}, %{{.*}} stage %{{.*}} {ring = "operand"}
+// OPERAND: hopper.ldmatrix %{{.*}} + 0 : !llvm.struct<(i32, i32, i32, i32)>
+// OPERAND: hopper.stmatrix
 
 // A grouped GEMM's B offset is read from a table at the tile's program id
 // (tessel.load_element): in a persistent schedule the producer reads it once

@@ -62,20 +62,29 @@ TEST_F(ScalarJit, CompilesInEverySchedule) {
   EXPECT_THAT(ew.stage("ptx"), HasSubstr(".param .u32 " + ew.name() + "_param_4,"));
 }
 
-TEST_F(ScalarJit, TheC0TileIsPrefetchedIntoL2ByTheProducer) {
-  // tessel-lower-epilogue rule 6: the warp-specialized schedules' producer prefetches the M x N
-  // epilogue operand (C0) with TMA; tma and multistage have no producer warp and read it only.
+TEST_F(ScalarJit, TheC0TileGoesThroughSharedMemoryWhereItFitsElseIntoL2) {
+  // tessel-lower-epilogue rules 6 and 7, in the warp-specialized schedules: a 128 x 128 C0 tile
+  // fits beside the ring (each consumer loads its rows into shared memory with TMA, the epilogue
+  // reads them with ldmatrix); a 128 x 192 one does not, and the producer prefetches it into L2.
+  // tma and multistage have no producer warp and read C0 only.
   const std::string prefetch = "cp.async.bulk.prefetch.tensor.2d.L2.global.tile";
   for (ts::schedule s : {ts::schedule::warp_specialized, ts::schedule::cooperative, ts::schedule::pingpong}) {
     SCOPED_TRACE(ts::to_string(s));
     ts::kernel k = ts::jit(tessel_test::gemm_alpha_beta<128, 128>{}, {.schedule = s});
-    EXPECT_THAT(k.stage("lower-epilogue"), HasSubstr("{hopper.prefetch = \"tma_l2\"}"));
-    EXPECT_THAT(k.stage("lower-to-nvvm"), HasSubstr("\"tmaprefetch:4:128x128:0\""));
-    EXPECT_THAT(k.stage("ptx"), HasSubstr(prefetch));
+    EXPECT_THAT(k.stage("lower-epilogue"), HasSubstr("{hopper.prefetch = \"tma_smem\"}"));
+    EXPECT_THAT(k.stage("lower-to-nvvm"), HasSubstr("\"tmaoperand:4:64x64:128\""));
+    EXPECT_THAT(k.stage("ptx"), Not(HasSubstr(prefetch)));
+    EXPECT_THAT(k.stage("ptx"), HasSubstr("ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
+    ts::kernel wide = ts::jit(tessel_test::gemm_alpha_beta<128, 192>{}, {.schedule = s});
+    EXPECT_THAT(wide.stage("lower-epilogue"), HasSubstr("{hopper.prefetch = \"tma_l2\"}"));
+    EXPECT_THAT(wide.stage("lower-to-nvvm"), HasSubstr("\"tmaprefetch:4:192x128:0\""));
+    EXPECT_THAT(wide.stage("ptx"), HasSubstr(prefetch));
   }
-  for (ts::schedule s : {ts::schedule::tma, ts::schedule::multistage})
-    EXPECT_THAT(ts::jit(tessel_test::gemm_alpha_beta<128, 128>{}, {.schedule = s}).stage("ptx"),
-                Not(HasSubstr(prefetch)));
+  for (ts::schedule s : {ts::schedule::tma, ts::schedule::multistage}) {
+    const std::string ptx = ts::jit(tessel_test::gemm_alpha_beta<128, 128>{}, {.schedule = s}).stage("ptx");
+    EXPECT_THAT(ptx, Not(HasSubstr(prefetch)));
+    EXPECT_THAT(ptx, Not(HasSubstr("tmaoperand")));
+  }
 }
 
 TEST_F(ScalarJit, OneKernelPerProgramNotPerValue) {

@@ -64,8 +64,9 @@ struct ParamSpec {
   /// A kernel compiled for an MN-major operand has 0 here for it. Written `:c<d>` after the
   /// swizzle in `tessel.params`.
   int contiguousDim = -1;
-  /// TMA only: an optional descriptor, for TMA stores of an output ("tmastore") or for the L2
-  /// prefetch of an epilogue operand ("tmaprefetch"). It is encoded only when the argument
+  /// TMA only: an optional descriptor, for TMA stores of an output ("tmastore"), for the L2
+  /// prefetch of an epilogue operand ("tmaprefetch") or for its loads into shared memory
+  /// ("tmaoperand"). It is encoded only when the argument
   /// meets TMA's rules (16-byte aligned base, contiguous inner dimension, outer strides multiples
   /// of 16 bytes); otherwise it is zeroed, a TmaUsable parameter says so, and the kernel stores
   /// through its fallback path (or does not prefetch). Such arguments are not `loadedByTma`.

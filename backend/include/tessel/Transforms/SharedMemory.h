@@ -11,12 +11,17 @@
 //                b: B[stages][BN x BK]
 //                staging: 2 chunks of 64 x 128 B per consumer warpgroup
 //                         (warp-specialized schedules' TMA-store epilogue)
+//                operands: the epilogue operands read through shared memory
+//                         (tessel-lower-epilogue rule 6, "tma_smem"): each
+//                         consumer's rows of each one's tile, in 64 x 128 B
+//                         chunks (epilogueOperandBytes)
 //                full[stages], empty[stages]: 8-byte mbarriers
+//                operand_full[consumers]: 8-byte mbarriers (with operands)
 //     bytes
 //
 //   Every tile is a multiple of 1 KiB, so each one stays 1024-aligned for
-//   the 128B swizzle. The ring and staging buffers must fit in 227 KiB minus
-//   1 KiB kept for the barriers.
+//   the 128B swizzle. The ring, staging buffers and operands must fit in 227
+//   KiB minus 1 KiB kept for the barriers.
 //
 //   multistage:  a: A[stages][BM x BK] | b: B[stages][BN x BK], no barriers,
 //   in 227 KiB.
@@ -34,11 +39,14 @@ struct SharedMemoryMap {
   int64_t a = 0, b = 0;        ///< offsets of the A and B slots of stage 0
   int64_t staging = 0;         ///< offset of the staging buffers
   int64_t stagingBytes = 0;
+  int64_t operands = 0;        ///< offset of the epilogue operands' tiles
+  int64_t operandBytes = 0;
   int64_t full = 0, empty = 0; ///< offsets of the barrier arrays (TMA-fed)
+  int64_t operandFull = 0;     ///< offset of the operands' mbarriers, one per consumer
   int64_t bytes = 0;           ///< dynamic shared memory of the kernel
   int64_t budget = 0;          ///< what the ring and staging may use
-  /// The ring and the staging buffers fit in the budget.
-  bool fits() const { return staging + stagingBytes <= budget; }
+  /// The ring, the staging buffers and the operands fit in the budget.
+  bool fits() const { return operands + operandBytes <= budget; }
 };
 
 /// Staging chunk of the TMA-store epilogue: 64 rows x 128 bytes.
@@ -53,10 +61,16 @@ int64_t consumerWarpgroups(ScheduleKind kind, int64_t bm);
 /// whole tile's BM / 64 (pingpong), else BM / 64 / consumerWarpgroups.
 int64_t consumerRowBlocks(ScheduleKind kind, int64_t bm);
 
+/// The shared memory that one epilogue operand read through shared memory
+/// takes: a BM x BN tile of `bytes`-byte elements per tile in flight (two in
+/// pingpong, whose consumers compute different tiles; one otherwise).
+int64_t epilogueOperandBytes(ScheduleKind kind, ArrayRef<int64_t> tile, int64_t bytes);
+
 /// The shared-memory map of `kind` with tile {BM, BN, BK}, operands of
-/// `eltBytes` bytes and `stages` stages.
+/// `eltBytes` bytes, `stages` stages and `operandBytes` of epilogue operands
+/// (the sum of their epilogueOperandBytes).
 SharedMemoryMap planSharedMemory(ScheduleKind kind, ArrayRef<int64_t> tile, int64_t eltBytes,
-                                 int64_t stages);
+                                 int64_t stages, int64_t operandBytes = 0);
 
 /// The most stages whose map fits (0 or 1 when even two do not).
 int64_t stagesThatFit(ScheduleKind kind, ArrayRef<int64_t> tile, int64_t eltBytes);

@@ -25,6 +25,7 @@
 
 #include "tessel/Transforms/OperandLayout.h"
 #include "tessel/Transforms/Passes.h"
+#include "tessel/Transforms/SharedMemory.h"
 
 #include "Multistage.h"
 
@@ -199,14 +200,244 @@ LogicalResult KernelBuilder::prefetchEpilogueOperands() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Epilogue operands read through shared memory (tessel-lower-epilogue rule 6)
+//===----------------------------------------------------------------------===//
+//
+//   tessel.load %C0[%m, %n] {hopper.prefetch = "tma_smem"} : ... -> tensor<128x128xbf16>
+//     ==> consumer c, thread 0, when it starts a tile (before its mainloop):
+//   scf.if %c0_usable {
+//     hopper.mbarrier.arrive_expect_tx %opbar_c, 32768 {ring = "operand"}
+//     hopper.tma.load %descC0[%n + 64 j, %m + 64 i] -> %chunk_c_i_j, %opbar_c bytes 8192
+//       (per 64-row block i of the consumer and 128-byte column chunk j)
+//   }
+//     ==> every consumer thread, after its mainloop:
+//   hopper.mbarrier.wait %opbar_c, (tile count of c) & 1 {ring = "operand"}
+//     ==> per staged chunk of the store (stageChunk), before its elements:
+//   hopper.ldmatrix %chunk_c_i_j + ... (x4: the fragments of two n8 blocks)
+//       -> the element of (row, col) wherever the expression reads C0 there
+//
+// The buffers are laid out as the staging chunks are (64 rows x 128 bytes,
+// 128B swizzle), so ldmatrix with stmatrix's lane addresses gives each
+// thread the operand's elements at its accumulator registers' coordinates.
+// Ordering rules:
+//   O1. The consumer's thread 0 issues tile t's loads after the consumer's
+//       last barrier of tile t - 1's epilogue (stageChunk's second bar.sync,
+//       or the one below when nothing is staged): every thread's ldmatrix
+//       of the buffers came before it (write after read).
+//   O2. Each tile completes one phase of the consumer's operand barrier (one
+//       arrive_expect_tx of the bytes its boxes deliver); every consumer
+//       thread waits for phase (the consumer's tile count) & 1 before its
+//       epilogue. Stream-K parts that only contribute, and a cluster's tiles
+//       past the grid, load and wait too, so the phases stay in step.
+//   O3. An operand whose tensor breaks TMA's rules is copied into the same
+//       buffer by the consumer's threads (generic proxy, bounds-checked: 0
+//       outside the tensor, as TMA fills), then bar.sync of the consumer
+//       before any ldmatrix.
+
+SmallVector<LoadOp> KernelBuilder::stagedOperandLoads() {
+  SmallVector<LoadOp> out;
+  if (!gemm)
+    return out;
+  for (Operation &op : fn.getBody().front())
+    if (auto load = dyn_cast<LoadOp>(op)) {
+      auto path = load->getAttrOfType<StringAttr>("hopper.prefetch");
+      if (path && path.getValue() == "tma_smem")
+        out.push_back(load);
+    }
+  return out;
+}
+
+Value KernelBuilder::operandChunk(const TmaParam &t, Value consumer, int64_t localRowBlock, int64_t chunk) {
+  // The operands' regions follow each other in the loads' order.
+  int64_t base = operandsOff;
+  auto bytesOf = [](LoadOp load) {
+    return static_cast<int64_t>(load.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8);
+  };
+  for (const TmaParam &o : tma) {
+    if (!o.operand)
+      continue;
+    if (o.operand == t.operand)
+      break;
+    base += epilogueOperandBytes(sched.getKind(), sched.getTile(), bytesOf(o.operand));
+  }
+  const int64_t bytes = bytesOf(t.operand);
+  const int64_t chunksPerRow = outBN * bytes / 128;
+  Value index = b.create<arith::AddIOp>(
+      loc, b.create<arith::MulIOp>(loc, consumer, i32(rowBlocks * chunksPerRow)),
+      i32(localRowBlock * chunksPerRow + chunk));
+  return smemAddr(b.create<arith::AddIOp>(loc, i32(base), b.create<arith::MulIOp>(loc, index, i32(kChunkBytes))));
+}
+
+Value KernelBuilder::operandBar(Value consumer) {
+  return smemAddr(b.create<arith::AddIOp>(loc, i32(operandFullOff), b.create<arith::MulIOp>(loc, consumer, i32(8))));
+}
+
+Value KernelBuilder::anyOperandByTma() {
+  Value any = b.create<arith::ConstantIntOp>(loc, b.getI1Type(), 0);
+  for (TmaParam &t : tma)
+    if (t.operand)
+      any = b.create<arith::OrIOp>(loc, any, t.usable);
+  return any;
+}
+
+LogicalResult KernelBuilder::issueOperandLoads(Value consumer, Value firstRowBlock, Value inWg) {
+  Value isIssuer = b.create<arith::AndIOp>(
+      loc, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, inWg, i32(0)), anyOperandByTma());
+  auto ifIssuer = b.create<scf::IfOp>(loc, TypeRange{}, isIssuer, /*withElse=*/false);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(ifIssuer.thenBlock());
+  // Rule O2: the bytes of the operands that TMA loads (all of them but for a
+  // tensor that breaks TMA's rules).
+  Value bar = operandBar(consumer);
+  Value bytes = i32(0);
+  int64_t maxBytes = 0;
+  for (TmaParam &t : tma) {
+    if (!t.operand)
+      continue;
+    int64_t consumerBytes = rowBlocks * outBN * t.operand.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8 * 64;
+    maxBytes += consumerBytes;
+    bytes = b.create<arith::AddIOp>(loc, bytes, b.create<arith::SelectOp>(loc, t.usable, i32(consumerBytes), i32(0)));
+  }
+  b.create<hopper::MBarrierArriveExpectTxOp>(loc, bar, bytes, b.getStringAttr("operand"),
+                                             b.getI64IntegerAttr(maxBytes));
+  for (TmaParam &t : tma) {
+    if (!t.operand)
+      continue;
+    auto offsets = offsetScalars(t.operand.getOffsets());
+    if (failed(offsets))
+      return failure();
+    const size_t rank = offsets->size();
+    const int64_t cols = 128 / (t.operand.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8);
+    auto ifUsable = b.create<scf::IfOp>(loc, TypeRange{}, t.usable, /*withElse=*/false);
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPointToStart(ifUsable.thenBlock());
+    for (int64_t i = 0; i < rowBlocks; ++i) {
+      Value row = b.create<arith::AddIOp>(
+          loc, (*offsets)[rank - 2],
+          b.create<arith::MulIOp>(loc, b.create<arith::AddIOp>(loc, firstRowBlock, i32(i)), i32(64)));
+      for (int64_t c = 0; c * cols < outBN; ++c) {
+        SmallVector<Value, 3> coords{b.create<arith::AddIOp>(loc, (*offsets)[rank - 1], i32(c * cols)), row};
+        if (rank == 3)
+          coords.push_back((*offsets)[0]);
+        b.create<hopper::TmaLoadOp>(loc, t.desc, coords, operandChunk(t, consumer, i, c), bar, Value(),
+                                    kChunkBytes);
+      }
+    }
+  }
+  return success();
+}
+
+void KernelBuilder::waitOperandLoads(Value consumer, Value local) {
+  auto ifAny = b.create<scf::IfOp>(loc, TypeRange{}, anyOperandByTma(), /*withElse=*/false);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(ifAny.thenBlock());
+  mbarrierWait(operandBar(consumer), b.create<arith::AndIOp>(loc, local, i32(1)), "operand", consumer);
+}
+
+LogicalResult KernelBuilder::fillOperandsFromMemory(Value consumer, Value firstRowBlock, Value inWg) {
+  for (TmaParam &t : tma) {
+    if (!t.operand)
+      continue;
+    const int64_t bytes = t.operand.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8;
+    const int64_t cols = 128 / bytes;
+    auto ifNot = b.create<scf::IfOp>(loc, TypeRange{}, t.usable, /*withElse=*/true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(ifNot.elseBlock());
+    // Rule O3: thread i copies column i % cols of rows i / cols + k (128 / cols)
+    // of each chunk, as stageChunk's fallback stores them.
+    Value col = b.create<arith::RemUIOp>(loc, inWg, i32(cols));
+    Value rowStart = b.create<arith::DivUIOp>(loc, inWg, i32(cols));
+    for (int64_t i = 0; i < rowBlocks; ++i)
+      for (int64_t c = 0; c * cols < outBN; ++c) {
+        Value buffer = operandChunk(t, consumer, i, c);
+        auto rows = b.create<scf::ForOp>(loc, rowStart, i32(64), i32(kThreadsPerWarpgroup / cols));
+        OpBuilder::InsertionGuard g2(b);
+        b.setInsertionPointToStart(rows.getBody());
+        Value row = rows.getInductionVar();
+        Value tileRow = b.create<arith::AddIOp>(
+            loc, b.create<arith::MulIOp>(loc, b.create<arith::AddIOp>(loc, firstRowBlock, i32(i)), i32(64)), row);
+        auto v = loadElement(t.operand, {tileRow, b.create<arith::AddIOp>(loc, col, i32(c * cols))});
+        if (failed(v))
+          return failure();
+        Value byteCol = b.create<arith::MulIOp>(loc, col, i32(bytes));
+        Value phys = b.create<arith::XOrIOp>(loc, b.create<arith::DivUIOp>(loc, byteCol, i32(16)),
+                                             b.create<arith::AndIOp>(loc, row, i32(7)));
+        Value addr = b.create<arith::AddIOp>(
+            loc, buffer,
+            b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, row, i32(128)),
+                                    b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, phys, i32(16)),
+                                                            b.create<arith::RemUIOp>(loc, byteCol, i32(16)))));
+        ptx("st.shared.b16 [$0], $1;", "r,h", {addr, b.create<LLVM::BitcastOp>(loc, b.getI16Type(), *v)});
+      }
+    consumerBarrier(consumer);
+  }
+  return success();
+}
+
+/// Whether evaluating `v` reads the tile `load` loads.
+static bool readsLoad(Value v, Operation *load, DenseSet<Operation *> &seen) {
+  Operation *op = v.getDefiningOp();
+  if (!op || !seen.insert(op).second)
+    return false;
+  if (op == load)
+    return true;
+  return llvm::any_of(op->getOperands(), [&](Value o) { return readsLoad(o, load, seen); });
+}
+
+void KernelBuilder::readOperandFragments(Value v, Value consumer, int64_t localRowBlock, int64_t firstBlock,
+                                         int64_t blocks, Value row0, Value colLane, Value inWg) {
+  operandElements.clear();
+  Value warp = b.create<arith::DivUIOp>(loc, inWg, i32(32));
+  Value lane = b.create<arith::RemUIOp>(loc, inWg, i32(32));
+  // stmatrix's lane addresses (stageChunk): lane l gives row l % 8 of matrix
+  // l / 8, which is rows (0-7 | 8-15) x n8 blocks (nb | nb + 1).
+  Value mat = b.create<arith::DivUIOp>(loc, lane, i32(8));
+  Value srow = b.create<arith::AddIOp>(
+      loc, b.create<arith::MulIOp>(loc, warp, i32(16)),
+      b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, b.create<arith::RemUIOp>(loc, mat, i32(2)), i32(8)),
+                              b.create<arith::RemUIOp>(loc, lane, i32(8))));
+  Value half = b.create<arith::DivUIOp>(loc, mat, i32(2));
+  auto x4Ty = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(4, b.getI32Type()));
+  for (TmaParam &t : tma) {
+    if (!t.operand)
+      continue;
+    DenseSet<Operation *> seen;
+    if (!readsLoad(v, t.operand, seen))
+      continue;
+    Type elt = t.operand.getRef().getType().getElementType();
+    auto vecTy = VectorType::get({2}, elt);
+    for (int64_t nb = firstBlock; nb < firstBlock + blocks; nb += 2) {
+      // n8 block nb is 16-byte piece nb % 8 of 128-byte chunk nb / 8.
+      Value piece = b.create<arith::AddIOp>(loc, half, i32(nb % 8));
+      Value phys = b.create<arith::XOrIOp>(loc, piece, b.create<arith::AndIOp>(loc, srow, i32(7)));
+      Value addr = b.create<arith::AddIOp>(
+          loc, operandChunk(t, consumer, localRowBlock, nb / 8),
+          b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, srow, i32(128)),
+                                  b.create<arith::MulIOp>(loc, phys, i32(16))));
+      Value x4 = b.create<hopper::LdMatrixOp>(loc, x4Ty, addr, b.getI64IntegerAttr(0), UnitAttr());
+      for (int64_t m = 0; m < 4; ++m) {
+        // Matrix m: registers (r, r + 1) of the accumulator fragment.
+        int64_t r = 4 * (nb + m / 2) + 2 * (m % 2);
+        Value pair = b.create<LLVM::BitcastOp>(loc, vecTy, b.create<LLVM::ExtractValueOp>(loc, x4, m));
+        Value row = coordinate(row0, 8 * ((r % 4) / 2));
+        for (int64_t e = 0; e < 2; ++e)
+          operandElements[{t.operand.getResult(), row, coordinate(colLane, 8 * (r / 4) + e)}] =
+              b.create<LLVM::ExtractElementOp>(loc, pair, i32(e));
+      }
+    }
+  }
+}
+
 void KernelBuilder::consumerBarrier(Value consumer) {
   b.create<hopper::NamedBarrierOp>(loc, /*arrive=*/false,
                                    b.create<arith::AddIOp>(loc, consumer, i32(consumerBarrierBase)),
                                    128);
 }
 
-LogicalResult KernelBuilder::stageChunk(TmaParam &t, Value acc, Value rowBlock, int64_t chunk,
-                                        Value inWg, Value consumer, Value sequence, bool drainAll) {
+LogicalResult KernelBuilder::stageChunk(TmaParam &t, Value acc, Value rowBlock, int64_t localRowBlock,
+                                        int64_t chunk, Value inWg, Value consumer, Value sequence,
+                                        bool drainAll) {
   StoreOp store = t.store;
   Type outTy = store.getRef().getType().getElementType();
   int64_t bytes = outTy.getIntOrFloatBitWidth() / 8;
@@ -260,6 +491,8 @@ LogicalResult KernelBuilder::stageChunk(TmaParam &t, Value acc, Value rowBlock, 
     return std::pair{*v0, *v1};
   };
   int64_t firstBlock = chunk * cols / 8; // first n8 block of the chunk
+  // The chunk's elements of the operands read through shared memory (rule 6).
+  readOperandFragments(store.getValue(), consumer, localRowBlock, firstBlock, cols / 8, row0, colLane, inWg);
   if (bytes == 2) {
     // stmatrix .x4: matrices (rows 0-7 | 8-15) x (n8 blocks nb | nb+1); lane l
     // gives the address of row l%8 of matrix l/8.
@@ -342,6 +575,7 @@ LogicalResult KernelBuilder::stageChunk(TmaParam &t, Value acc, Value rowBlock, 
             {swizzled(srow, piece, byte), pr->first, pr->second});
       }
   }
+  operandElements.clear();
   // Rule E2.
   b.create<hopper::FenceProxyAsyncOp>(loc);
   consumerBarrier(consumer);
@@ -401,8 +635,11 @@ LogicalResult KernelBuilder::emitConsumerEpilogue(ArrayRef<Value> accs, Value fi
     perTile += accs.size() * outBN * s.getRef().getType().getElementType().getIntOrFloatBitWidth() /
                8 / 128;
   Value sequence = b.create<arith::MulIOp>(loc, tileIter, i32(perTile));
+  const bool operands = !stagedOperandLoads().empty();
+  if (operands && failed(fillOperandsFromMemory(consumer, firstRowBlock, inWg)))
+    return failure();
   int64_t q = 0;
-  return emitStores([&](StoreOp store) -> LogicalResult {
+  LogicalResult stored = emitStores([&](StoreOp store) -> LogicalResult {
     if (storePath(store) == "reduce_atomic") {
       // All of this warpgroup's row blocks at once: one atomic per warp and
       // row (column) of the tile.
@@ -425,7 +662,7 @@ LogicalResult KernelBuilder::emitConsumerEpilogue(ArrayRef<Value> accs, Value fi
       }
       int64_t chunks = outBN * store.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8 / 128;
       for (int64_t c = 0; c < chunks; ++c, ++q)
-        if (failed(stageChunk(*it, acc, rowBlock, c, inWg, consumer,
+        if (failed(stageChunk(*it, acc, rowBlock, i, c, inWg, consumer,
                               b.create<arith::AddIOp>(loc, sequence, i32(q)),
                               /*drainAll=*/q == 0 && perTile % 2 == 1 &&
                                   (clusterSize > 1 || workspace))))
@@ -433,6 +670,11 @@ LogicalResult KernelBuilder::emitConsumerEpilogue(ArrayRef<Value> accs, Value fi
     }
     return success();
   });
+  // Rule O1: without a staged chunk, no barrier follows the reads of the
+  // operands' buffers yet.
+  if (succeeded(stored) && operands && staged.empty())
+    consumerBarrier(consumer);
+  return stored;
 }
 
 //===----------------------------------------------------------------------===//

@@ -55,10 +55,11 @@ private:
     Value desc;                     ///< !llvm.ptr to the byval CUtensorMap
     StoreOp store = {};             ///< TMA-store descriptors: the store they serve
     LoadOp prefetch = {};           ///< L2-prefetch descriptors: the epilogue load they serve
-    /// TMA-store and prefetch descriptors (optional ones): i1, the argument
-    /// meets TMA's rules (else the descriptor is zeroed and unused).
+    LoadOp operand = {};            ///< epilogue operands read through shared memory: the load
+    /// TMA-store, prefetch and operand descriptors (optional ones): i1, the
+    /// argument meets TMA's rules (else the descriptor is zeroed and unused).
     Value usable = {};
-    bool optional() const { return store || prefetch; }
+    bool optional() const { return store || prefetch || operand; }
     int64_t swizzle = 128;          ///< bytes, 0 = none
     /// The argument's unit-stride dimension (the descriptor's innermost);
     /// -1: the last one.
@@ -326,14 +327,44 @@ private:
   /// One 64-row x 128-byte chunk of a staged store: fragments -> swizzled
   /// staging buffer -> TMA store (or plain stores when the output breaks
   /// TMA's rules).
-  LogicalResult stageChunk(TmaParam &t, Value acc, Value rowBlock, int64_t chunk, Value inWg,
-                           Value consumer, Value sequence, bool drainAll);
+  LogicalResult stageChunk(TmaParam &t, Value acc, Value rowBlock, int64_t localRowBlock, int64_t chunk,
+                           Value inWg, Value consumer, Value sequence, bool drainAll);
   /// Epilogue loads that the producer prefetches into L2 with TMA
   /// (`hopper.prefetch = "tma_l2"`, tessel-lower-epilogue rule 6).
   SmallVector<LoadOp> prefetchedLoads();
   /// The producer's L2 prefetch of the epilogue operands of the tile whose
   /// program ids are set (when each one's tensor meets TMA's rules).
   LogicalResult prefetchEpilogueOperands();
+  // ---- epilogue operands read through shared memory (Epilogue.cpp) -------
+  /// Epilogue loads that each consumer loads into shared memory with TMA
+  /// when it starts a tile (`hopper.prefetch = "tma_smem"`,
+  /// tessel-lower-epilogue rule 6), in the order of their regions.
+  SmallVector<LoadOp> stagedOperandLoads();
+  /// Shared address of chunk `chunk` (64 rows x 128 bytes) of local row
+  /// block `localRowBlock` of consumer `consumer`'s rows of operand `t`.
+  Value operandChunk(const TmaParam &t, Value consumer, int64_t localRowBlock, int64_t chunk);
+  /// The consumer's operand barrier (one per consumer warpgroup).
+  Value operandBar(Value consumer);
+  /// i1: some operand read through shared memory is loaded by TMA.
+  Value anyOperandByTma();
+  /// Thread 0 of the consumer: TMA loads of its rows of every such operand
+  /// of the tile whose program ids are set, completing on operandBar.
+  LogicalResult issueOperandLoads(Value consumer, Value firstRowBlock, Value inWg);
+  /// Every consumer thread: waits for this tile's operand loads (phase
+  /// `local` & 1, `local` counting the consumer's tiles).
+  void waitOperandLoads(Value consumer, Value local);
+  /// The consumer's threads copy the operands whose tensor breaks TMA's
+  /// rules into the same buffers (bounds-checked loads), then a barrier.
+  LogicalResult fillOperandsFromMemory(Value consumer, Value firstRowBlock, Value inWg);
+  /// ldmatrix of the operands that `v` reads, for n8 blocks [firstBlock,
+  /// firstBlock + blocks) of local row block `localRowBlock`, into
+  /// operandElements at the fragment coordinates (row0, colLane) imply.
+  void readOperandFragments(Value v, Value consumer, int64_t localRowBlock, int64_t firstBlock,
+                            int64_t blocks, Value row0, Value colLane, Value inWg);
+  /// While a staged chunk is evaluated: the operands' elements that
+  /// readOperandFragments read, by (load result, row, column).
+  DenseMap<std::tuple<Value, Value, Value>, Value> operandElements;
+  int64_t operandsOff = 0, operandFullOff = 0;
   /// Named barrier of consumer warpgroup `consumer` (ids 1..; 0 is bar.sync 0).
   void consumerBarrier(Value consumer);
   /// Cluster tile `tile` of the persistent walk -> the user's program ids

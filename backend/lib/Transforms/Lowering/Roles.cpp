@@ -276,7 +276,9 @@ KernelBuilder::scaledMainloop(const WorkUnit &u, ArrayRef<Value> init, Value row
 ///       turn:
 ///         c: bar.sync 3+c, 256; mainloop; bar.arrive 3+(1-c), 256
 ///       so one consumer's epilogue overlaps the other's mainloop.
-///     then the TMA-store epilogue (stageChunk) from the accumulators.
+///     then the TMA-store epilogue (stageChunk) from the accumulators; the
+///       tile's epilogue operands read through shared memory are loaded by
+///       the consumer's thread 0 when it starts the tile (Epilogue.cpp).
 ///
 /// Persistent schedules (cooperative, pingpong) launch about one CTA per SM
 /// and walk the user's grid in grouped raster order (setProgramIds).
@@ -376,8 +378,13 @@ LogicalResult KernelBuilder::lowerProducerConsumers() {
       b.setInsertionPointToStart(ifOp.thenBlock());
       turn(/*arrive=*/true, i32(0));
     }
+    const bool operands = !stagedOperandLoads().empty();
     LogicalResult r = forEachTile(pingpong ? consumer : i32(0), pingpong ? 2 : 1,
                                   [&](Value tileIter, WorkUnit u) -> LogicalResult {
+      // The tile's epilogue operands into shared memory, a mainloop ahead
+      // (Epilogue.cpp, rules O1-O3).
+      if (operands && failed(issueOperandLoads(consumer, firstRowBlock, inWg)))
+        return failure();
       if (pingpong)
         turn(/*arrive=*/false, consumer);
       // Zeroed and pinned before the mainloop: LLVM must not sink the zeroing
@@ -440,6 +447,8 @@ LogicalResult KernelBuilder::lowerProducerConsumers() {
         accs.push_back(fenceAccumulator(acc));
       // This consumer's own tile count picks its staging buffers.
       Value local = pingpong ? b.create<arith::DivUIOp>(loc, tileIter, i32(2)).getResult() : tileIter;
+      if (operands)
+        waitOperandLoads(consumer, local);
       if (streamK) {
         // StreamK.cpp: a part that does not end the tile goes to the
         // workspace; the part that ends it adds the others, then stores.
