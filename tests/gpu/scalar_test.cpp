@@ -5,8 +5,12 @@
 //     f32 value is exact and each element must equal the host's bf16 rounding bit for bit;
 //     M x N x K = 200 x 304 x 192 (partial tiles), C and D with padded rows; D is also read
 //     through rows of an odd pitch, column-major, from a base address that is not 4-byte aligned
-//     and with an odd N (303): the epilogue's predicated element loads (loadElement) must read
-//     exactly the elements inside D whatever its layout;
+//     and with an odd N (303): the epilogue must read exactly the elements inside D whatever its
+//     layout. In the warp-specialized schedules D's 128 x 128 tiles go through shared memory
+//     (tessel-lower-epilogue rule 6: TMA loads by each consumer, or its threads' bounds-checked
+//     copies where D breaks TMA's rules, runs 2-4), also with 2x1 and 1x2 clusters (1x2: the
+//     third column of tiles has a partner past the grid, which loads and waits but stores
+//     nothing); elsewhere through predicated element loads (loadElement);
 //   * an elementwise kernel: Y[i] = max(X[i + shift] * (alpha + 1), f32(shift)), 100003 f32
 //     elements, with a positive and a negative i32 shift (reads past X's ends give 0);
 //   * each kernel is compiled once and launched twice with different values (plain C++ numbers and
@@ -18,6 +22,7 @@
 
 #include <cuda_runtime.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -56,11 +61,13 @@ std::int64_t count_guard_changes(const std::vector<unsigned char>& host, std::in
 struct gemm_config {
   ts::schedule schedule;
   ts::decomposition decomposition;
+  std::array<int, 2> cluster = {1, 1};
 };
 
 std::string label(const gemm_config& c) {
   std::string s = ts::to_string(c.schedule);
   if (c.decomposition == ts::decomposition::data_parallel) s += "_data_parallel";
+  if (c.cluster[0] * c.cluster[1] > 1) s += "_c" + std::to_string(c.cluster[0]) + "x" + std::to_string(c.cluster[1]);
   return s;
 }
 
@@ -73,11 +80,17 @@ TEST_P(ScalarGemm, AlphaBetaEpilogueTwoValuesOneCompile) {
     ts::options o;
     o.schedule = cfg.schedule;
     o.decomposition = cfg.decomposition;
+    o.cluster = cfg.cluster;
     o.stages = cfg.schedule == ts::schedule::multistage ? 3 : 4;
     return ts::jit(tessel_test::gemm_alpha_beta<128, 128>{}, o);
   });
   ASSERT_TRUE(ck.kernel) << ck.error;
   const ts::kernel& k = *ck.kernel;
+  const bool warp_specialized = cfg.schedule == ts::schedule::warp_specialized ||
+                                cfg.schedule == ts::schedule::cooperative || cfg.schedule == ts::schedule::pingpong;
+  // The path under test: D through shared memory where the schedule has consumer warpgroups.
+  EXPECT_EQ(k.stage("lower-epilogue").find("hopper.prefetch = \"tma_smem\"") != std::string::npos, warp_specialized)
+      << label(cfg);
 
   const std::int64_t M = 200, N0 = 304, K = 192, ld = N0 + 8;
   const std::int64_t N = N0;  // rows of C and D: 624 bytes (16-aligned)
@@ -98,8 +111,8 @@ TEST_P(ScalarGemm, AlphaBetaEpilogueTwoValuesOneCompile) {
     }
 
   // Run 2 reads D through rows of N + 1 elements (610 bytes, not a multiple of 16): a tensor TMA
-  // cannot describe, so the warp-specialized schedules do not prefetch it into L2
-  // (tessel-lower-epilogue rule 6; its tmaok flag is 0) and read it from memory.
+  // cannot describe, so the warp-specialized schedules' consumers copy it into shared memory
+  // with bounds-checked loads (tessel-lower-epilogue rule 6; its tmaok flag is 0).
   const std::int64_t ld2 = N + 1;
   std::vector<std::uint16_t> d2(M * ld2, 0), dcol(M * N), dmis(M * ld + 1, 0);
   for (std::int64_t m = 0; m < M; ++m)
@@ -172,7 +185,10 @@ INSTANTIATE_TEST_SUITE_P(
                       gemm_config{ts::schedule::cooperative, ts::decomposition::automatic},
                       gemm_config{ts::schedule::cooperative, ts::decomposition::data_parallel},
                       gemm_config{ts::schedule::pingpong, ts::decomposition::automatic},
-                      gemm_config{ts::schedule::pingpong, ts::decomposition::data_parallel}),
+                      gemm_config{ts::schedule::pingpong, ts::decomposition::data_parallel},
+                      gemm_config{ts::schedule::cooperative, ts::decomposition::automatic, {2, 1}},
+                      gemm_config{ts::schedule::pingpong, ts::decomposition::automatic, {2, 1}},
+                      gemm_config{ts::schedule::pingpong, ts::decomposition::automatic, {1, 2}}),
     [](const ::testing::TestParamInfo<gemm_config>& i) { return label(i.param); });
 
 TEST(ScalarElementwise, ScaleShiftTwoValuesOneCompile) {
