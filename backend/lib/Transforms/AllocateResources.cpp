@@ -15,6 +15,7 @@
 //      read through shared memory (`hopper.prefetch = "tma_smem"`,
 //      tessel-lower-epilogue rule 6, in the loads' order), the full and
 //      empty barrier arrays (8 bytes each, one per stage), and with operands
+//      (or an operand loaded chunk by chunk into the staging buffers, rule 7)
 //      one `operand_full` barrier per consumer. A dual GEMM's B slot holds
 //      both B tiles (GemmMatch::ringTile).
 //   2. Threads: 128 per warpgroup, the producer's included; multistage: 32
@@ -61,15 +62,17 @@ LogicalResult allocate(plan::ScheduledGemm &g) {
   auto i64 = [&](int64_t v) { return b.getI64IntegerAttr(v); };
   // Rule 1.
   int64_t operandBytes = 0;
+  bool chunkOperand = false;
   for (Operation &op : g.fn.getBody().front())
     if (auto load = dyn_cast<LoadOp>(op)) {
       auto path = load->getAttrOfType<StringAttr>("hopper.prefetch");
       if (path && path.getValue() == "tma_smem")
         operandBytes += epilogueOperandBytes(
             g.kind(), g.sched.getTile(), load.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8);
+      chunkOperand |= path && path.getValue() == "tma_chunk";
     }
-  SharedMemoryMap smem =
-      planSharedMemory(g.kind(), g.match.ringTile(), g.eltBytes(), ring->getStages(), operandBytes);
+  SharedMemoryMap smem = planSharedMemory(g.kind(), g.match.ringTile(), g.eltBytes(), ring->getStages(),
+                                          operandBytes, chunkOperand);
   if (!smem.fits())
     return g.fn.emitError() << ring->getStages() << " stages of " << smem.stageBytes
                             << " bytes do not fit in shared memory";
@@ -90,7 +93,7 @@ LogicalResult allocate(plan::ScheduledGemm &g) {
     int64_t consumers = ws->getConsumers();
     threads = (consumers + (producer ? 1 : 0)) * kThreadsPerWarpgroup;
     offsets.set("staging", i64(smem.staging));
-    if (operandBytes) {
+    if (operandBytes || chunkOperand) {
       offsets.set("operands", i64(smem.operands));
       offsets.set("operand_full", i64(smem.operandFull));
     }

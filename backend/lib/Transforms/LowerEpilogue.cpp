@@ -53,7 +53,19 @@
 //      rate meanwhile (docs/benchmarks.md run 109). When the tensor breaks
 //      TMA's rules (the `tmaok` parameter), the consumer's threads copy the
 //      tile into the same buffer with bounds-checked loads instead.
-//   7. "tma_l2" (the others: 32-bit, or no room): the producer, whose warp
+//   7. "tma_chunk" (pingpong, a 16-bit operand whose tiles do not fit, the
+//      first such one, read only by stores of 16-bit elements through
+//      staging buffers: a 128x192 tile's C0): chunk by chunk, through the
+//      store's own staging buffer. Before it evaluates a chunk, the
+//      consumer's thread 0 loads the operand's 64 x 128-byte chunk into the
+//      staging buffer the chunk is stored from, with TMA, and waits; the
+//      epilogue reads it with ldmatrix and writes the result over it with
+//      stmatrix (each warp reads and writes only its own 16 rows). The load's
+//      latency is exposed in the epilogue, which pingpong overlaps with the
+//      other consumer's mainloop; the producer also prefetches the tile into
+//      L2 (as rule 8), so that the loads hit L2.
+//   8. "tma_l2" (the others: 32-bit, or cooperative and warp_specialized
+//      tiles that do not fit): the producer, whose warp
 //      is idle once a tile's loads are issued, prefetches the tile into L2
 //      with one TMA box (cp.async.bulk.prefetch.tensor) right after it issued
 //      the tile's last k-stage, a few k-steps before the tile's epilogue,
@@ -91,7 +103,7 @@ namespace {
 constexpr StringLiteral kStoreAttr = "hopper.store";
 constexpr StringLiteral kPrefetchAttr = "hopper.prefetch";
 
-/// Rules 6 and 7: a BM x BN tile of 16- or 32-bit floats loaded from a 2-d
+/// Rules 6-8: a BM x BN tile of 16- or 32-bit floats loaded from a 2-d
 /// tensor, or from one matrix of a batched (rank-3) one.
 bool prefetchable(LoadOp load, ArrayRef<int64_t> tile) {
   auto ty = cast<RankedTensorType>(load.getResult().getType());
@@ -100,6 +112,37 @@ bool prefetchable(LoadOp load, ArrayRef<int64_t> tile) {
   return ty.getRank() == 2 && (ref.getRank() == 2 || ref.getRank() == 3) && ty.getDimSize(0) == tile[0] &&
          ty.getDimSize(1) == tile[1] && isa<FloatType>(ref.getElementType()) &&
          (bits == 16 || bits == 32);
+}
+
+/// Whether evaluating `v` reads the tile `load` loads.
+bool readsLoad(Value v, Operation *load, DenseSet<Operation *> &seen) {
+  Operation *op = v.getDefiningOp();
+  if (!op || !seen.insert(op).second)
+    return false;
+  if (op == load)
+    return true;
+  return llvm::any_of(op->getOperands(), [&](Value o) { return readsLoad(o, load, seen); });
+}
+
+/// Rule 7's condition on the stores: some store reads the operand, and every
+/// one that does goes through a staging buffer of 16-bit elements (its chunks
+/// are the operand's: 64 rows x 64 columns).
+bool chunkable(LoadOp load, func::FuncOp fn) {
+  bool any = false;
+  for (Operation &op : fn.getBody().front()) {
+    auto store = dyn_cast<StoreOp>(op);
+    if (!store)
+      continue;
+    DenseSet<Operation *> seen;
+    if (!readsLoad(store.getValue(), load, seen))
+      continue;
+    auto path = store->getAttrOfType<StringAttr>(kStoreAttr);
+    if (!path || path.getValue() != "tma_store" ||
+        store.getRef().getType().getElementType().getIntOrFloatBitWidth() != 16)
+      return false;
+    any = true;
+  }
+  return any;
 }
 
 /// Rule 1's shape and type conditions.
@@ -127,22 +170,8 @@ LogicalResult lowerEpilogue(plan::ScheduledGemm &g) {
   SmallVector<Value, 2> accs;
   for (unsigned i : g.match.accIndices)
     accs.push_back(g.match.loop.getResult(i));
-  int64_t operandBytes = 0; // rule 6's operands so far
+  // The stores' paths first: the operands' paths depend on them (rule 7).
   for (Operation &op : g.fn.getBody().front()) {
-    if (auto load = dyn_cast<LoadOp>(op)) {
-      if (!g.warpSpecialized() || !prefetchable(load, tile))
-        continue;
-      unsigned bits = load.getRef().getType().getElementType().getIntOrFloatBitWidth();
-      int64_t bytes = epilogueOperandBytes(g.kind(), tile, bits / 8);
-      bool smem = bits == 16 && (tile[1] * 2) % 128 == 0 &&
-                  planSharedMemory(g.kind(), g.match.ringTile(), g.eltBytes(), ring->getStages(),
-                                   operandBytes + bytes)
-                      .fits();
-      if (smem)
-        operandBytes += bytes;
-      load->setAttr(kPrefetchAttr, StringAttr::get(g.fn.getContext(), smem ? "tma_smem" : "tma_l2"));
-      continue;
-    }
     auto store = dyn_cast<StoreOp>(op);
     if (!store)
       continue;
@@ -171,6 +200,26 @@ LogicalResult lowerEpilogue(plan::ScheduledGemm &g) {
                      : stageable(store, tile)                   ? "tma_store"
                                                                 : "registers";
     store->setAttr(kStoreAttr, StringAttr::get(g.fn.getContext(), path));
+  }
+  int64_t operandBytes = 0;  // rule 6's operands so far
+  bool chunked = false;      // rule 7 has its operand
+  for (Operation &op : g.fn.getBody().front()) {
+    auto load = dyn_cast<LoadOp>(op);
+    if (!load || !g.warpSpecialized() || !prefetchable(load, tile))
+      continue;
+    unsigned bits = load.getRef().getType().getElementType().getIntOrFloatBitWidth();
+    int64_t bytes = epilogueOperandBytes(g.kind(), tile, bits / 8);
+    StringRef path = "tma_l2";
+    if (bits == 16 && (tile[1] * 2) % 128 == 0 &&
+        planSharedMemory(g.kind(), g.match.ringTile(), g.eltBytes(), ring->getStages(), operandBytes + bytes)
+            .fits()) {
+      operandBytes += bytes;
+      path = "tma_smem";
+    } else if (bits == 16 && !chunked && g.kind() == ScheduleKind::pingpong && chunkable(load, g.fn)) {
+      chunked = true;
+      path = "tma_chunk";
+    }
+    load->setAttr(kPrefetchAttr, StringAttr::get(g.fn.getContext(), path));
   }
   // The epilogue runs where the mma does: in the consumers' region, or at the
   // top for multistage.

@@ -645,10 +645,15 @@ LogicalResult KernelBuilder::buildSignature() {
     }
     // Epilogue operands read through shared memory: the staging chunks'
     // boxes, 64 rows x 128 bytes, 128B swizzle.
-    for (LoadOp load : stagedOperandLoads()) {
+    // (Also the one that goes chunk by chunk through the staging buffers.)
+    SmallVector<LoadOp> operandLoads = stagedOperandLoads();
+    if (LoadOp chunked = chunkOperandLoad())
+      operandLoads.push_back(chunked);
+    for (LoadOp load : operandLoads) {
       int64_t bytes = load.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8;
       TmaParam t{cast<BlockArgument>(load.getRef()).getArgNumber(), {128 / bytes, 64}, {}};
       t.operand = load;
+      t.perChunk = load == chunkOperandLoad();
       tma.push_back(t);
     }
     // "tma:<arg>:<box inner>x<box outer>:<swizzle bytes>[:c<contiguous dim>][:r]";
@@ -861,7 +866,7 @@ LogicalResult KernelBuilder::setupGemm() {
     // of the consumer's thread 0 per tile.)
     SmallVector<NamedAttribute> arrivals{b.getNamedAttr("full", b.getI64IntegerAttr(1)),
                                          b.getNamedAttr("empty", b.getI64IntegerAttr(readers))};
-    if (!stagedOperandLoads().empty())
+    if (!stagedOperandLoads().empty() || chunkOperandLoad())
       arrivals.push_back(b.getNamedAttr("operand", b.getI64IntegerAttr(1)));
     kernel->setAttr("tessel.ring_arrivals", b.getDictionaryAttr(arrivals));
   }
@@ -874,7 +879,7 @@ LogicalResult KernelBuilder::setupGemm() {
       b.create<hopper::MBarrierInitOp>(loc, smemAddr(emptyBarOff + 8 * s), i32(emptyArrivals),
                                        b.getStringAttr("empty"));
     }
-    if (!stagedOperandLoads().empty())
+    if (!stagedOperandLoads().empty() || chunkOperandLoad())
       for (int64_t c = 0; c < consumers; ++c)
         b.create<hopper::MBarrierInitOp>(loc, smemAddr(operandFullOff + 8 * c), i32(1),
                                          b.getStringAttr("operand"));
@@ -1063,7 +1068,7 @@ LogicalResult KernelBuilder::readPlan() {
     fullBarOff = *full;
     emptyBarOff = *empty;
     emptyArrivals = arrivals.getInt();
-    if (!stagedOperandLoads().empty()) {
+    if (!stagedOperandLoads().empty() || chunkOperandLoad()) {
       auto ops = offset("operands"), opFull = offset("operand_full");
       if (failed(ops) || failed(opFull))
         return failure();
@@ -1079,8 +1084,9 @@ LogicalResult KernelBuilder::readPlan() {
   for (LoadOp load : stagedOperandLoads())
     epilogueOperands += epilogueOperandBytes(
         sched.getKind(), sched.getTile(), load.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8);
+  const bool chunkOperand = bool(chunkOperandLoad());
   const SharedMemoryMap smem = planSharedMemory(sched.getKind(), gemm->ringTile(), operandBytes,
-                                                ringOp.getStages(), epilogueOperands);
+                                                ringOp.getStages(), epilogueOperands, chunkOperand);
   if (!smem.fits())
     return ringOp.emitError() << ringOp.getStages() << " stages of " << smem.stageBytes
                               << " bytes do not fit in shared memory (" << smem.budget
@@ -1091,7 +1097,8 @@ LogicalResult KernelBuilder::readPlan() {
   if (*bo != smem.b || resourcesOp.getSmemBytes() != smem.bytes ||
       (!multistage &&
        (stagingOff != smem.staging || fullBarOff != smem.full || emptyBarOff != smem.empty ||
-        (epilogueOperands && (operandsOff != smem.operands || operandFullOff != smem.operandFull)))))
+        ((epilogueOperands || chunkOperand) &&
+         (operandsOff != smem.operands || operandFullOff != smem.operandFull)))))
     return resourcesOp.emitError()
            << "the shared-memory layout is not the one of the ring's " << ringOp.getStages()
            << " stages of " << smem.stageBytes << " bytes (smem_bytes " << smem.bytes << ", b "

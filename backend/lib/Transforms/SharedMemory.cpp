@@ -31,7 +31,8 @@ int64_t mlir::tessel::epilogueOperandBytes(ScheduleKind kind, ArrayRef<int64_t> 
 }
 
 SharedMemoryMap mlir::tessel::planSharedMemory(ScheduleKind kind, ArrayRef<int64_t> tile,
-                                               int64_t eltBytes, int64_t stages, int64_t operandBytes) {
+                                               int64_t eltBytes, int64_t stages, int64_t operandBytes,
+                                               bool chunkOperand) {
   SharedMemoryMap m;
   int64_t aBytes = tile[0] * tile[2] * eltBytes, bBytes = tile[1] * tile[2] * eltBytes;
   m.stageBytes = aBytes + bBytes;
@@ -50,7 +51,7 @@ SharedMemoryMap mlir::tessel::planSharedMemory(ScheduleKind kind, ArrayRef<int64
   m.full = m.operands + operandBytes;
   m.empty = m.full + 8 * stages;
   m.operandFull = m.empty + 8 * stages;
-  m.bytes = m.operandFull + (operandBytes ? 8 * consumerWarpgroups(kind, tile[0]) : 0);
+  m.bytes = m.operandFull + (operandBytes || chunkOperand ? 8 * consumerWarpgroups(kind, tile[0]) : 0);
   m.budget = kSharedBytes - kBarrierReserve;
   return m;
 }

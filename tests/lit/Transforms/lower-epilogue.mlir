@@ -5,7 +5,8 @@
 // RUN: tessel-opt %inputs/gemm_alpha_beta_128x128.mlir -tessel-select-schedule="schedule=pingpong" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=C0
 // RUN: tessel-opt %inputs/gemm_alpha_beta_128x128.mlir -tessel-select-schedule="schedule=tma" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=C0-TMA
 // RUN: tessel-opt %inputs/gemm_128x128_fp8.mlir -tessel-select-schedule="schedule=pingpong" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=FP8
-// RUN: tessel-opt %inputs/gemm_alpha_beta_128x192.mlir -tessel-select-schedule="schedule=pingpong" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=C0-L2
+// RUN: tessel-opt %inputs/gemm_alpha_beta_128x192.mlir -tessel-select-schedule="schedule=pingpong" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=C0-CHUNK
+// RUN: tessel-opt %inputs/gemm_alpha_beta_128x192.mlir -tessel-select-schedule="schedule=cooperative" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=C0-L2
 // RUN: tessel-opt %inputs/batched_residual_128x128.mlir -tessel-select-schedule="schedule=pingpong" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=BATCHED
 
 // Cooperative (stream-K by default): the fixup, then a TMA store through the
@@ -27,10 +28,12 @@
 
 // Rule 6: an M x N epilogue operand of a warp-specialized schedule goes
 // through shared memory where its tiles fit beside the ring (pingpong
-// 128x128x64, 4 stages: 2 x 32 KiB); rule 7: else the producer prefetches it
-// into L2 (128x192: 2 x 48 KiB do not fit beside 4 stages of 40 KiB);
-// schedule tma has no producer warp.
+// 128x128x64, 4 stages: 2 x 32 KiB); 128x192's (2 x 48 KiB beside 4 stages
+// of 40 KiB) do not: rule 7 sends it chunk by chunk through the staging
+// buffers in pingpong, rule 8 has the producer prefetch it into L2 in
+// cooperative; schedule tma has no producer warp.
 // C0: tessel.load %{{.*}}[%{{.*}}, %{{.*}}] {hopper.prefetch = "tma_smem"} : !tessel.ref<2 x bf16> -> tensor<128x128xbf16>
+// C0-CHUNK: tessel.load %{{.*}}[%{{.*}}, %{{.*}}] {hopper.prefetch = "tma_chunk"} : !tessel.ref<2 x bf16> -> tensor<128x192xbf16>
 // C0-L2: tessel.load %{{.*}}[%{{.*}}, %{{.*}}] {hopper.prefetch = "tma_l2"} : !tessel.ref<2 x bf16> -> tensor<128x192xbf16>
 // C0-TMA-NOT: hopper.prefetch
 

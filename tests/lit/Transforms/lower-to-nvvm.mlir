@@ -2,7 +2,8 @@
 // RUN: tessel-opt %s -tessel-lower-to-nvvm | FileCheck %s --check-prefix=EW
 // RUN: tessel-opt %inputs/gemm_128x256.mlir -tessel-select-schedule -tessel-plan-pipeline -tessel-lower-to-nvvm=bounded-waits=true | FileCheck %s --check-prefix=BOUNDED
 // RUN: tessel-opt %inputs/gemm_128x256.mlir -tessel-select-schedule -tessel-plan-pipeline -tessel-lower-to-nvvm=bounded-waits=true -tessel-convert-hopper-to-nvvm | FileCheck %s --check-prefix=DEBUG
-// RUN: tessel-opt %inputs/gemm_alpha_beta_128x192.mlir -tessel-select-schedule="schedule=pingpong" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=PREFETCH
+// RUN: tessel-opt %inputs/gemm_alpha_beta_128x192.mlir -tessel-select-schedule="schedule=cooperative" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=PREFETCH
+// RUN: tessel-opt %inputs/gemm_alpha_beta_128x192.mlir -tessel-select-schedule="schedule=pingpong" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=CHUNK
 // RUN: tessel-opt %inputs/gemm_alpha_beta_128x128.mlir -tessel-select-schedule="schedule=pingpong" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=OPERAND
 // RUN: sed 's/%C\[%m, %n\]/%C[%c0, %n]/' %inputs/gemm_128x256.mlir | tessel-opt -tessel-select-schedule -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=NOCLIP
 // RUN: tessel-opt %inputs/grouped_gemm_128x128.mlir -tessel-select-schedule="schedule=cooperative" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=GROUPED
@@ -104,7 +105,7 @@ func.func @x_three_times(%X: !tessel.ref<1 x f32>, %Y: !tessel.ref<1 x f32>) att
   return
 }
 
-// An epilogue operand prefetched into L2 (tessel-lower-epilogue rule 7): an
+// An epilogue operand prefetched into L2 (tessel-lower-epilogue rule 8): an
 // optional descriptor of the whole 128 x 192 tile and its TMA-usable flag;
 // the producer prefetches it after issuing the tile's k-stages, when usable.
 // PREFETCH: tessel.params = [{{.*}}"tmastore:5:64x64:128", "tmaprefetch:4:192x128:0", "tmaok:5", "tmaok:4"
@@ -128,6 +129,22 @@ func.func @x_three_times(%X: !tessel.ref<1 x f32>, %Y: !tessel.ref<1 x f32>) att
 // OPERAND: hopper.mbarrier.wait %{{.*}}, %{{.*}} stage %{{.*}} {ring = "operand"}
 // OPERAND: hopper.ldmatrix %{{.*}} + 0 : !llvm.struct<(i32, i32, i32, i32)>
 // OPERAND: hopper.stmatrix
+
+// An epilogue operand chunk by chunk through the staging buffers (rule 7;
+// Epilogue.cpp rules O4-O6): the chunk descriptor; the producer prefetches the
+// tile's 2 x 3 chunks into L2; per staged chunk, after rule E1's barrier, the
+// consumer's thread 0 loads the chunk into the staging buffer and waits on
+// its arrival's state, a barrier, ldmatrix from that buffer, stmatrix into it.
+// CHUNK: "tmastore:5:64x64:128", "tmaoperand:4:64x64:128", "tmaok:5", "tmaok:4"
+// CHUNK-COUNT-6: hopper.tma.prefetch %{{.*}}[%{{.*}}, %{{.*}}] : !llvm.ptr
+// CHUNK: hopper.tma.store.wait 1 read
+// CHUNK: hopper.named_barrier
+// CHUNK: mbarrier.arrive.expect_tx.shared::cta.b64 $0, [$1], 8192;
+// CHUNK-NEXT: hopper.tma.load %{{.*}}[%{{.*}}, %{{.*}}] -> %[[BUF:.*]], %{{.*}} bytes 8192 : !llvm.ptr
+// CHUNK: mbarrier.try_wait.shared::cta.b64 p, [$0], $1;
+// CHUNK: hopper.named_barrier
+// CHUNK: hopper.ldmatrix
+// CHUNK: hopper.stmatrix
 
 // A grouped GEMM's B offset is read from a table at the tile's program id
 // (tessel.load_element): in a persistent schedule the producer reads it once

@@ -16,7 +16,9 @@
 //                         consumer's rows of each one's tile, in 64 x 128 B
 //                         chunks (epilogueOperandBytes)
 //                full[stages], empty[stages]: 8-byte mbarriers
-//                operand_full[consumers]: 8-byte mbarriers (with operands)
+//                operand_full[consumers]: 8-byte mbarriers (with operands, or
+//                         an operand loaded chunk by chunk into the staging
+//                         buffers: tessel-lower-epilogue rule 7)
 //     bytes
 //
 //   Every tile is a multiple of 1 KiB, so each one stays 1024-aligned for
@@ -68,9 +70,10 @@ int64_t epilogueOperandBytes(ScheduleKind kind, ArrayRef<int64_t> tile, int64_t 
 
 /// The shared-memory map of `kind` with tile {BM, BN, BK}, operands of
 /// `eltBytes` bytes, `stages` stages and `operandBytes` of epilogue operands
-/// (the sum of their epilogueOperandBytes).
+/// (the sum of their epilogueOperandBytes); `chunkOperand`: an operand goes
+/// through the staging buffers (it needs the operand barriers only).
 SharedMemoryMap planSharedMemory(ScheduleKind kind, ArrayRef<int64_t> tile, int64_t eltBytes,
-                                 int64_t stages, int64_t operandBytes = 0);
+                                 int64_t stages, int64_t operandBytes = 0, bool chunkOperand = false);
 
 /// The most stages whose map fits (0 or 1 when even two do not).
 int64_t stagesThatFit(ScheduleKind kind, ArrayRef<int64_t> tile, int64_t eltBytes);

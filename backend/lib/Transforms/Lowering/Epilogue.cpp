@@ -184,6 +184,24 @@ SmallVector<LoadOp> KernelBuilder::prefetchedLoads() {
 
 LogicalResult KernelBuilder::prefetchEpilogueOperands() {
   for (TmaParam &t : tma) {
+    // The operand of tessel-lower-epilogue rule 7 too: its 64 x 128-byte
+    // chunks, which the consumer then loads one by one into the staging
+    // buffers (from L2).
+    if (t.operand && t.perChunk) {
+      auto offsets = offsetScalars(t.operand.getOffsets());
+      if (failed(offsets))
+        return failure();
+      auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, t.usable, /*withElse=*/false);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      const size_t rank = offsets->size();
+      for (int64_t i = 0; i < BM / 64; ++i)
+        for (int64_t c = 0; c * 64 < outBN; ++c)
+          b.create<hopper::TmaPrefetchOp>(loc, t.desc, b.create<arith::AddIOp>(loc, (*offsets)[rank - 1], i32(64 * c)),
+                                          b.create<arith::AddIOp>(loc, (*offsets)[rank - 2], i32(64 * i)),
+                                          rank == 3 ? (*offsets)[0] : Value());
+      continue;
+    }
     if (!t.prefetch)
       continue;
     auto offsets = offsetScalars(t.prefetch.getOffsets());
@@ -234,6 +252,27 @@ LogicalResult KernelBuilder::prefetchEpilogueOperands() {
 //       buffer by the consumer's threads (generic proxy, bounds-checked: 0
 //       outside the tensor, as TMA fills), then bar.sync of the consumer
 //       before any ldmatrix.
+//
+// An operand whose tiles do not fit (tessel-lower-epilogue rule 7,
+// "tma_chunk", pingpong) goes through the staging buffer of each chunk of the
+// store that reads it, per chunk (stageChunk):
+//   wg:              (rule E1's wait and bar.sync: the buffer is free)
+//   thread 0 of wg:  %st = mbarrier.arrive.expect_tx [opbar_c], 8192
+//                    hopper.tma.load %descC0[%n + 64 j, %m + 64 i] -> buffer, opbar_c
+//                    mbarrier.try_wait [opbar_c], %st (spins)
+//   wg:              bar.sync 1+consumer, 128
+//   all:             ldmatrix of the operand, the epilogue, stmatrix of the
+//                    result into the same buffer, fence.proxy.async, ... (E2)
+//   O4. The load overwrites the buffer only after rule E1's barrier: the TMA
+//       store that read it finished reading, and every thread is past it.
+//   O5. One phase of the consumer's operand barrier per chunk; the issuing
+//       thread waits on the state its own arrival returned, which names that
+//       phase (the consumer's chunks per tile vary with the tiles it skips:
+//       no phase count to keep), and alone waits.
+//   O6. A bar.sync of the consumer after that wait (or after the threads'
+//       bounds-checked copies, when the tensor breaks TMA's rules) orders the
+//       load before every thread's ldmatrix. Each warp's stmatrix then
+//       writes only the 16 rows its own ldmatrix read.
 
 SmallVector<LoadOp> KernelBuilder::stagedOperandLoads() {
   SmallVector<LoadOp> out;
@@ -255,7 +294,7 @@ Value KernelBuilder::operandChunk(const TmaParam &t, Value consumer, int64_t loc
     return static_cast<int64_t>(load.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8);
   };
   for (const TmaParam &o : tma) {
-    if (!o.operand)
+    if (!o.operand || o.perChunk)
       continue;
     if (o.operand == t.operand)
       break;
@@ -276,7 +315,7 @@ Value KernelBuilder::operandBar(Value consumer) {
 Value KernelBuilder::anyOperandByTma() {
   Value any = b.create<arith::ConstantIntOp>(loc, b.getI1Type(), 0);
   for (TmaParam &t : tma)
-    if (t.operand)
+    if (t.operand && !t.perChunk)
       any = b.create<arith::OrIOp>(loc, any, t.usable);
   return any;
 }
@@ -293,7 +332,7 @@ LogicalResult KernelBuilder::issueOperandLoads(Value consumer, Value firstRowBlo
   Value bytes = i32(0);
   int64_t maxBytes = 0;
   for (TmaParam &t : tma) {
-    if (!t.operand)
+    if (!t.operand || t.perChunk)
       continue;
     int64_t consumerBytes = rowBlocks * outBN * t.operand.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8 * 64;
     maxBytes += consumerBytes;
@@ -302,7 +341,7 @@ LogicalResult KernelBuilder::issueOperandLoads(Value consumer, Value firstRowBlo
   b.create<hopper::MBarrierArriveExpectTxOp>(loc, bar, bytes, b.getStringAttr("operand"),
                                              b.getI64IntegerAttr(maxBytes));
   for (TmaParam &t : tma) {
-    if (!t.operand)
+    if (!t.operand || t.perChunk)
       continue;
     auto offsets = offsetScalars(t.operand.getOffsets());
     if (failed(offsets))
@@ -335,43 +374,103 @@ void KernelBuilder::waitOperandLoads(Value consumer, Value local) {
   mbarrierWait(operandBar(consumer), b.create<arith::AndIOp>(loc, local, i32(1)), "operand", consumer);
 }
 
+LogicalResult KernelBuilder::copyChunkFromMemory(LoadOp load, Value buffer, Value rowBlock, int64_t chunk,
+                                                Value inWg) {
+  const int64_t bytes = load.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8;
+  const int64_t cols = 128 / bytes;
+  // Thread i copies column i % cols of rows i / cols + k (128 / cols), as
+  // stageChunk's fallback stores them.
+  Value col = b.create<arith::RemUIOp>(loc, inWg, i32(cols));
+  Value rowStart = b.create<arith::DivUIOp>(loc, inWg, i32(cols));
+  auto rows = b.create<scf::ForOp>(loc, rowStart, i32(64), i32(kThreadsPerWarpgroup / cols));
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(rows.getBody());
+  Value row = rows.getInductionVar();
+  Value tileRow = b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, rowBlock, i32(64)), row);
+  auto v = loadElement(load, {tileRow, b.create<arith::AddIOp>(loc, col, i32(chunk * cols))});
+  if (failed(v))
+    return failure();
+  Value byteCol = b.create<arith::MulIOp>(loc, col, i32(bytes));
+  Value phys = b.create<arith::XOrIOp>(loc, b.create<arith::DivUIOp>(loc, byteCol, i32(16)),
+                                       b.create<arith::AndIOp>(loc, row, i32(7)));
+  Value addr = b.create<arith::AddIOp>(
+      loc, buffer,
+      b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, row, i32(128)),
+                              b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, phys, i32(16)),
+                                                      b.create<arith::RemUIOp>(loc, byteCol, i32(16)))));
+  ptx("st.shared.b16 [$0], $1;", "r,h", {addr, b.create<LLVM::BitcastOp>(loc, b.getI16Type(), *v)});
+  return success();
+}
+
 LogicalResult KernelBuilder::fillOperandsFromMemory(Value consumer, Value firstRowBlock, Value inWg) {
   for (TmaParam &t : tma) {
-    if (!t.operand)
+    if (!t.operand || t.perChunk)
       continue;
-    const int64_t bytes = t.operand.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8;
-    const int64_t cols = 128 / bytes;
+    const int64_t cols = 128 / (t.operand.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8);
     auto ifNot = b.create<scf::IfOp>(loc, TypeRange{}, t.usable, /*withElse=*/true);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(ifNot.elseBlock());
-    // Rule O3: thread i copies column i % cols of rows i / cols + k (128 / cols)
-    // of each chunk, as stageChunk's fallback stores them.
-    Value col = b.create<arith::RemUIOp>(loc, inWg, i32(cols));
-    Value rowStart = b.create<arith::DivUIOp>(loc, inWg, i32(cols));
+    // Rule O3.
     for (int64_t i = 0; i < rowBlocks; ++i)
-      for (int64_t c = 0; c * cols < outBN; ++c) {
-        Value buffer = operandChunk(t, consumer, i, c);
-        auto rows = b.create<scf::ForOp>(loc, rowStart, i32(64), i32(kThreadsPerWarpgroup / cols));
-        OpBuilder::InsertionGuard g2(b);
-        b.setInsertionPointToStart(rows.getBody());
-        Value row = rows.getInductionVar();
-        Value tileRow = b.create<arith::AddIOp>(
-            loc, b.create<arith::MulIOp>(loc, b.create<arith::AddIOp>(loc, firstRowBlock, i32(i)), i32(64)), row);
-        auto v = loadElement(t.operand, {tileRow, b.create<arith::AddIOp>(loc, col, i32(c * cols))});
-        if (failed(v))
+      for (int64_t c = 0; c * cols < outBN; ++c)
+        if (failed(copyChunkFromMemory(t.operand, operandChunk(t, consumer, i, c),
+                                       b.create<arith::AddIOp>(loc, firstRowBlock, i32(i)), c, inWg)))
           return failure();
-        Value byteCol = b.create<arith::MulIOp>(loc, col, i32(bytes));
-        Value phys = b.create<arith::XOrIOp>(loc, b.create<arith::DivUIOp>(loc, byteCol, i32(16)),
-                                             b.create<arith::AndIOp>(loc, row, i32(7)));
-        Value addr = b.create<arith::AddIOp>(
-            loc, buffer,
-            b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, row, i32(128)),
-                                    b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, phys, i32(16)),
-                                                            b.create<arith::RemUIOp>(loc, byteCol, i32(16)))));
-        ptx("st.shared.b16 [$0], $1;", "r,h", {addr, b.create<LLVM::BitcastOp>(loc, b.getI16Type(), *v)});
-      }
     consumerBarrier(consumer);
   }
+  return success();
+}
+
+LoadOp KernelBuilder::chunkOperandLoad() {
+  if (!gemm)
+    return {};
+  for (Operation &op : fn.getBody().front())
+    if (auto load = dyn_cast<LoadOp>(op)) {
+      auto path = load->getAttrOfType<StringAttr>("hopper.prefetch");
+      if (path && path.getValue() == "tma_chunk")
+        return load;
+    }
+  return {};
+}
+
+LogicalResult KernelBuilder::loadOperandChunk(TmaParam &t, Value buffer, Value rowBlock, int64_t chunk, Value inWg,
+                                              Value consumer) {
+  auto viaTma = b.create<scf::IfOp>(loc, TypeRange{}, t.usable, /*withElse=*/true);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(viaTma.thenBlock());
+    Value isIssuer = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, inWg, i32(0));
+    auto one = b.create<scf::IfOp>(loc, TypeRange{}, isIssuer, /*withElse=*/false);
+    b.setInsertionPointToStart(one.thenBlock());
+    auto offsets = offsetScalars(t.operand.getOffsets());
+    if (failed(offsets))
+      return failure();
+    const size_t rank = offsets->size();
+    SmallVector<Value, 3> coords{
+        b.create<arith::AddIOp>(loc, (*offsets)[rank - 1], i32(chunk * 64)),
+        b.create<arith::AddIOp>(loc, (*offsets)[rank - 2], b.create<arith::MulIOp>(loc, rowBlock, i32(64)))};
+    if (rank == 3)
+      coords.push_back((*offsets)[0]);
+    // Rule O5: the arrival's state names the phase this load completes.
+    Value bar = operandBar(consumer);
+    Value state = ptx("mbarrier.arrive.expect_tx.shared::cta.b64 $0, [$1], 8192;", "=l,r", {bar}, b.getI64Type());
+    b.create<hopper::TmaLoadOp>(loc, t.desc, coords, buffer, bar, Value(), kChunkBytes);
+    spinWait(
+        "",
+        [](int n) {
+          return "mbarrier.try_wait.shared::cta.b64 p, [$" + std::to_string(n) + "], $" + std::to_string(n + 1) +
+                 ";\n";
+        },
+        /*doneIfP=*/true, "r,l", {bar, state}, "operand chunk", consumer, i32(0));
+  }
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(viaTma.elseBlock());
+    if (failed(copyChunkFromMemory(t.operand, buffer, rowBlock, chunk, inWg)))
+      return failure();
+  }
+  // Rule O6.
+  consumerBarrier(consumer);
   return success();
 }
 
@@ -386,8 +485,7 @@ static bool readsLoad(Value v, Operation *load, DenseSet<Operation *> &seen) {
 }
 
 void KernelBuilder::readOperandFragments(Value v, Value consumer, int64_t localRowBlock, int64_t firstBlock,
-                                         int64_t blocks, Value row0, Value colLane, Value inWg) {
-  operandElements.clear();
+                                         int64_t blocks, Value row0, Value colLane, Value inWg, Value staged) {
   Value warp = b.create<arith::DivUIOp>(loc, inWg, i32(32));
   Value lane = b.create<arith::RemUIOp>(loc, inWg, i32(32));
   // stmatrix's lane addresses (stageChunk): lane l gives row l % 8 of matrix
@@ -400,7 +498,7 @@ void KernelBuilder::readOperandFragments(Value v, Value consumer, int64_t localR
   Value half = b.create<arith::DivUIOp>(loc, mat, i32(2));
   auto x4Ty = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(4, b.getI32Type()));
   for (TmaParam &t : tma) {
-    if (!t.operand)
+    if (!t.operand || t.perChunk != bool(staged))
       continue;
     DenseSet<Operation *> seen;
     if (!readsLoad(v, t.operand, seen))
@@ -412,7 +510,7 @@ void KernelBuilder::readOperandFragments(Value v, Value consumer, int64_t localR
       Value piece = b.create<arith::AddIOp>(loc, half, i32(nb % 8));
       Value phys = b.create<arith::XOrIOp>(loc, piece, b.create<arith::AndIOp>(loc, srow, i32(7)));
       Value addr = b.create<arith::AddIOp>(
-          loc, operandChunk(t, consumer, localRowBlock, nb / 8),
+          loc, staged ? staged : operandChunk(t, consumer, localRowBlock, nb / 8),
           b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, srow, i32(128)),
                                   b.create<arith::MulIOp>(loc, phys, i32(16))));
       Value x4 = b.create<hopper::LdMatrixOp>(loc, x4Ty, addr, b.getI64IntegerAttr(0), UnitAttr());
@@ -470,6 +568,16 @@ LogicalResult KernelBuilder::stageChunk(TmaParam &t, Value acc, Value rowBlock, 
     b.create<hopper::TmaStoreWaitOp>(loc, drainAll ? 0 : 1, /*read=*/true);
   }
   consumerBarrier(consumer);
+  // Rule 7 of tessel-lower-epilogue: the operand's chunk into this buffer
+  // (rules O4-O6).
+  TmaParam *chunkOperand = nullptr;
+  for (TmaParam &o : tma) {
+    DenseSet<Operation *> seen;
+    if (o.operand && o.perChunk && readsLoad(store.getValue(), o.operand, seen))
+      chunkOperand = &o;
+  }
+  if (chunkOperand && failed(loadOperandChunk(*chunkOperand, buffer, rowBlock, chunk, inWg, consumer)))
+    return failure();
 
   // Fragment coordinates in the tile: register r of an m64nN accumulator is
   // row 16*warp + lane/4 + 8*(r%4/2), column 8*(r/4) + 2*(lane%4) + r%2.
@@ -491,8 +599,12 @@ LogicalResult KernelBuilder::stageChunk(TmaParam &t, Value acc, Value rowBlock, 
     return std::pair{*v0, *v1};
   };
   int64_t firstBlock = chunk * cols / 8; // first n8 block of the chunk
-  // The chunk's elements of the operands read through shared memory (rule 6).
+  // The chunk's elements of the operands read through shared memory (rules 6 and 7).
+  operandElements.clear();
   readOperandFragments(store.getValue(), consumer, localRowBlock, firstBlock, cols / 8, row0, colLane, inWg);
+  if (chunkOperand)
+    readOperandFragments(store.getValue(), consumer, localRowBlock, firstBlock, cols / 8, row0, colLane, inWg,
+                         buffer);
   if (bytes == 2) {
     // stmatrix .x4: matrices (rows 0-7 | 8-15) x (n8 blocks nb | nb+1); lane l
     // gives the address of row l%8 of matrix l/8.

@@ -56,6 +56,7 @@ private:
     StoreOp store = {};             ///< TMA-store descriptors: the store they serve
     LoadOp prefetch = {};           ///< L2-prefetch descriptors: the epilogue load they serve
     LoadOp operand = {};            ///< epilogue operands read through shared memory: the load
+    bool perChunk = false;          ///< ... chunk by chunk through the staging buffers (rule 7)
     /// TMA-store, prefetch and operand descriptors (optional ones): i1, the
     /// argument meets TMA's rules (else the descriptor is zeroed and unused).
     Value usable = {};
@@ -340,6 +341,18 @@ private:
   /// when it starts a tile (`hopper.prefetch = "tma_smem"`,
   /// tessel-lower-epilogue rule 6), in the order of their regions.
   SmallVector<LoadOp> stagedOperandLoads();
+  /// The epilogue load that goes chunk by chunk through the staging buffers
+  /// (`hopper.prefetch = "tma_chunk"`, rule 7), or null.
+  LoadOp chunkOperandLoad();
+  /// Copies chunk `chunk` (64 rows x 128 bytes) of 64-row block `rowBlock`
+  /// of `load`'s tile into the swizzled chunk at `buffer`, each of the
+  /// warpgroup's threads some of its elements, bounds-checked (0 outside).
+  LogicalResult copyChunkFromMemory(LoadOp load, Value buffer, Value rowBlock, int64_t chunk, Value inWg);
+  /// Rule 7: the operand's chunk for stageChunk's staging buffer `buffer`
+  /// (TMA by thread 0, which waits for it; or copyChunkFromMemory), then the
+  /// consumer's barrier.
+  LogicalResult loadOperandChunk(TmaParam &t, Value buffer, Value rowBlock, int64_t chunk, Value inWg,
+                                 Value consumer);
   /// Shared address of chunk `chunk` (64 rows x 128 bytes) of local row
   /// block `localRowBlock` of consumer `consumer`'s rows of operand `t`.
   Value operandChunk(const TmaParam &t, Value consumer, int64_t localRowBlock, int64_t chunk);
@@ -358,9 +371,11 @@ private:
   LogicalResult fillOperandsFromMemory(Value consumer, Value firstRowBlock, Value inWg);
   /// ldmatrix of the operands that `v` reads, for n8 blocks [firstBlock,
   /// firstBlock + blocks) of local row block `localRowBlock`, into
-  /// operandElements at the fragment coordinates (row0, colLane) imply.
+  /// operandElements at the fragment coordinates (row0, colLane) imply:
+  /// the whole-tile operands from their buffers, or with `staged`, the
+  /// chunk operand from that staging buffer (rule 7).
   void readOperandFragments(Value v, Value consumer, int64_t localRowBlock, int64_t firstBlock,
-                            int64_t blocks, Value row0, Value colLane, Value inWg);
+                            int64_t blocks, Value row0, Value colLane, Value inWg, Value staged = {});
   /// While a staged chunk is evaluated: the operands' elements that
   /// readOperandFragments read, by (load result, row, column).
   DenseMap<std::tuple<Value, Value, Value>, Value> operandElements;
