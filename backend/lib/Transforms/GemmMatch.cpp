@@ -318,3 +318,17 @@ bool mlir::tessel::storesTransposedTile(Value stored, AccumulatorView view, int6
     return false;
   }
 }
+
+static bool readsResultOf(Value v, Operation *target, DenseSet<Operation *> &seen) {
+  Operation *op = v.getDefiningOp();
+  if (!op || !seen.insert(op).second)
+    return false;
+  if (op == target)
+    return true;
+  return llvm::any_of(op->getOperands(), [&](Value o) { return readsResultOf(o, target, seen); });
+}
+
+bool mlir::tessel::readsResultOf(Value v, Operation *op) {
+  DenseSet<Operation *> seen;
+  return ::readsResultOf(v, op, seen);
+}

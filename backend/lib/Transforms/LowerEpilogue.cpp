@@ -114,16 +114,6 @@ bool prefetchable(LoadOp load, ArrayRef<int64_t> tile) {
          (bits == 16 || bits == 32);
 }
 
-/// Whether evaluating `v` reads the tile `load` loads.
-bool readsLoad(Value v, Operation *load, DenseSet<Operation *> &seen) {
-  Operation *op = v.getDefiningOp();
-  if (!op || !seen.insert(op).second)
-    return false;
-  if (op == load)
-    return true;
-  return llvm::any_of(op->getOperands(), [&](Value o) { return readsLoad(o, load, seen); });
-}
-
 /// Rule 7's condition on the stores: some store reads the operand, and every
 /// one that does goes through a staging buffer of 16-bit elements (its chunks
 /// are the operand's: 64 rows x 64 columns).
@@ -133,8 +123,7 @@ bool chunkable(LoadOp load, func::FuncOp fn) {
     auto store = dyn_cast<StoreOp>(op);
     if (!store)
       continue;
-    DenseSet<Operation *> seen;
-    if (!readsLoad(store.getValue(), load, seen))
+    if (!readsResultOf(store.getValue(), load))
       continue;
     auto path = store->getAttrOfType<StringAttr>(kStoreAttr);
     if (!path || path.getValue() != "tma_store" ||

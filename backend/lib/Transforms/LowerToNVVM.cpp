@@ -1058,6 +1058,46 @@ LogicalResult KernelBuilder::readPlan() {
   if (*a != 0)
     return resourcesOp.emitError("the ring's A slots must start at offset 0");
   bOff = *bo;
+  // Each epilogue operand's path (tessel-lower-epilogue rules 6-8): one the builder has, on a
+  // tile it can build it for (an edited plan may say otherwise; rule 7 would otherwise read the
+  // wrong columns).
+  {
+    const bool producerWarp = !multistage && wsOp && wsOp.getProducer() == "warpgroup";
+    const int64_t tileM = sched.getTile()[0], tileN = sched.getTile()[1];
+    int64_t chunked = 0;
+    for (Operation &op : fn.getBody().front()) {
+      auto load = dyn_cast<LoadOp>(op);
+      auto attr = load ? load->getAttrOfType<StringAttr>("hopper.prefetch") : StringAttr();
+      if (!attr)
+        continue;
+      StringRef path = attr.getValue();
+      if (!llvm::is_contained({"tma_smem", "tma_chunk", "tma_l2"}, path))
+        return load.emitError() << "unknown epilogue operand path '" << path
+                                << "' (expected tma_smem, tma_chunk or tma_l2): run tessel-lower-epilogue";
+      auto ty = cast<RankedTensorType>(load.getResult().getType());
+      RefType ref = load.getRef().getType();
+      const unsigned bits = ref.getElementType().getIntOrFloatBitWidth();
+      const bool tile = ty.getRank() == 2 && ty.getDimSize(0) == tileM && ty.getDimSize(1) == tileN &&
+                        (ref.getRank() == 2 || ref.getRank() == 3) && isa<FloatType>(ref.getElementType()) &&
+                        (bits == 16 || (bits == 32 && path == "tma_l2")) &&
+                        (path == "tma_l2" || (tileN * bits / 8) % 128 == 0);
+      if (!producerWarp || !tile)
+        return load.emitError() << "epilogue operand path '" << path << "' needs a warp-specialized schedule and a "
+                                << tileM << "x" << tileN << " tile of 16-bit floats (or 32-bit for tma_l2) from a "
+                                << "2-d or 3-d tensor: run tessel-lower-epilogue, which checks its rules";
+      if (path != "tma_chunk")
+        continue;
+      bool ok = ++chunked == 1 && pingpong;
+      for (Operation &user : fn.getBody().front())
+        if (auto store = dyn_cast<StoreOp>(user); store && readsResultOf(store.getValue(), load))
+          ok &= storePath(store) == "tma_store" &&
+                store.getRef().getType().getElementType().getIntOrFloatBitWidth() == 16;
+      if (!ok)
+        return load.emitError("epilogue operand path 'tma_chunk' is one operand of a pingpong kernel, read only "
+                              "by stores of 16-bit elements through staging buffers (path 'tma_store'): run "
+                              "tessel-lower-epilogue, which checks its rules");
+    }
+  }
   if (!multistage) {
     auto staging = offset("staging"), full = offset("full"), empty = offset("empty");
     auto arrivals = resourcesOp.getArrivals().getAs<IntegerAttr>("empty");

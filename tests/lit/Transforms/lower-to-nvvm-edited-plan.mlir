@@ -6,9 +6,16 @@
 // hold, and a wait depth that releases a stage wgmma still reads. So are a ring whose stage count
 // or stage size no longer matches the shared-memory layout of stage 08 (2^31 - 1 stages hung
 // tessel-opt; 6 under a layout for 4 built a kernel whose last stages overlap the staging buffers),
-// and, found by reading the builder, threads that are not the roles', a raster group of 0 for a
+// and, found by reading the builder, an epilogue operand path the builder does not have, or
+// 'tma_chunk' (whose chunks must be the store's) outside pingpong, threads that are not the roles', a raster group of 0 for a
 // tile walk that divides by it, a persistent scheduler for a schedule that computes one tile per
 // CTA, a schedule tile that is not the dot's, and named barrier ids shared between kinds.
+// RUN: tessel-opt %inputs/gemm_alpha_beta_128x128.mlir --tessel-select-schedule="schedule=pingpong" --tessel-plan-pipeline \
+// RUN:   | sed -e 's/"tma_smem"/"tma_fast"/' \
+// RUN:   | not tessel-opt --tessel-build-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=OPATH
+// RUN: tessel-opt %inputs/gemm_alpha_beta_128x192.mlir --tessel-select-schedule="schedule=cooperative" --tessel-plan-pipeline \
+// RUN:   | sed -e 's/"tma_l2"/"tma_chunk"/' \
+// RUN:   | not tessel-opt --tessel-build-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=OCHUNK
 // RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=cooperative" --tessel-plan-pipeline \
 // RUN:   | sed -e 's/hopper.store = "tma_store"/hopper.store = "reduce_atomic"/' \
 // RUN:   | not tessel-opt --tessel-build-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=PATH
@@ -74,3 +81,5 @@
 // TILE: error: the schedule's tile 128x64x64 is not the dot's 128x128 tile with step 64
 // BARRIER: error: named barrier ids must be distinct, in [1, 15] and consecutive within a kind (0 is the CTA's bar.sync 0): barriers.turn has 2
 // EPILOGUE: error: hopper.epilogue records the tile scheduler's and the roles' decisions (staging_buffers 2 fixup "stream_k" here): edit hopper.tile_scheduler or hopper.warp_specialize instead
+// OPATH: error: unknown epilogue operand path 'tma_fast' (expected tma_smem, tma_chunk or tma_l2): run tessel-lower-epilogue
+// OCHUNK: error: epilogue operand path 'tma_chunk' is one operand of a pingpong kernel, read only by stores of 16-bit elements through staging buffers (path 'tma_store'): run tessel-lower-epilogue, which checks its rules

@@ -124,6 +124,10 @@ inline constexpr const char *kMixedAccumulatorView =
 /// tessel-swap-operands rewrote, a store of loaded values in the user's tile).
 bool storesTransposedTile(Value stored, AccumulatorView view, int64_t rows, int64_t cols);
 
+/// Whether evaluating `v` (an epilogue expression) reads the result of `op`
+/// (a tessel.load of an epilogue operand, say).
+bool readsResultOf(Value v, Operation *op);
+
 /// tessel-swap-operands' tile rule S1 (SwapOperands.cpp): a BM x BN tile with
 /// 8 <= BM < 64, BM a multiple of 8, and BN a multiple of 64 up to 256, is
 /// computed as its BN x BM transpose (C^T = B A^T: the few rows of A become

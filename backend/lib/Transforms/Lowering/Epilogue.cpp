@@ -474,16 +474,6 @@ LogicalResult KernelBuilder::loadOperandChunk(TmaParam &t, Value buffer, Value r
   return success();
 }
 
-/// Whether evaluating `v` reads the tile `load` loads.
-static bool readsLoad(Value v, Operation *load, DenseSet<Operation *> &seen) {
-  Operation *op = v.getDefiningOp();
-  if (!op || !seen.insert(op).second)
-    return false;
-  if (op == load)
-    return true;
-  return llvm::any_of(op->getOperands(), [&](Value o) { return readsLoad(o, load, seen); });
-}
-
 void KernelBuilder::readOperandFragments(Value v, Value consumer, int64_t localRowBlock, int64_t firstBlock,
                                          int64_t blocks, Value row0, Value colLane, Value inWg, Value staged) {
   Value warp = b.create<arith::DivUIOp>(loc, inWg, i32(32));
@@ -500,8 +490,7 @@ void KernelBuilder::readOperandFragments(Value v, Value consumer, int64_t localR
   for (TmaParam &t : tma) {
     if (!t.operand || t.perChunk != bool(staged))
       continue;
-    DenseSet<Operation *> seen;
-    if (!readsLoad(v, t.operand, seen))
+    if (!readsResultOf(v, t.operand))
       continue;
     Type elt = t.operand.getRef().getType().getElementType();
     auto vecTy = VectorType::get({2}, elt);
@@ -571,11 +560,9 @@ LogicalResult KernelBuilder::stageChunk(TmaParam &t, Value acc, Value rowBlock, 
   // Rule 7 of tessel-lower-epilogue: the operand's chunk into this buffer
   // (rules O4-O6).
   TmaParam *chunkOperand = nullptr;
-  for (TmaParam &o : tma) {
-    DenseSet<Operation *> seen;
-    if (o.operand && o.perChunk && readsLoad(store.getValue(), o.operand, seen))
+  for (TmaParam &o : tma)
+    if (o.operand && o.perChunk && readsResultOf(store.getValue(), o.operand))
       chunkOperand = &o;
-  }
   if (chunkOperand && failed(loadOperandChunk(*chunkOperand, buffer, rowBlock, chunk, inWg, consumer)))
     return failure();
 
