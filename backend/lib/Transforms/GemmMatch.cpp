@@ -319,16 +319,17 @@ bool mlir::tessel::storesTransposedTile(Value stored, AccumulatorView view, int6
   }
 }
 
-static bool readsResultOf(Value v, Operation *target, DenseSet<Operation *> &seen) {
-  Operation *op = v.getDefiningOp();
-  if (!op || !seen.insert(op).second)
-    return false;
-  if (op == target)
-    return true;
-  return llvm::any_of(op->getOperands(), [&](Value o) { return readsResultOf(o, target, seen); });
-}
-
 bool mlir::tessel::readsResultOf(Value v, Operation *op) {
+  // A walk of the expression's operands, each defining op once.
+  SmallVector<Value> work{v};
   DenseSet<Operation *> seen;
-  return ::readsResultOf(v, op, seen);
+  while (!work.empty()) {
+    Operation *def = work.pop_back_val().getDefiningOp();
+    if (!def || !seen.insert(def).second)
+      continue;
+    if (def == op)
+      return true;
+    llvm::append_range(work, def->getOperands());
+  }
+  return false;
 }

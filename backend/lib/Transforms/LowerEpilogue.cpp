@@ -54,7 +54,8 @@
 //      TMA's rules (the `tmaok` parameter), the consumer's threads copy the
 //      tile into the same buffer with bounds-checked loads instead.
 //   7. "tma_chunk" (pingpong, a 16-bit operand whose tiles do not fit, the
-//      first such one, read only by stores of 16-bit elements through
+//      first such one in a kernel without rule 6's operands, whose per-tile
+//      phases it would break; read only by stores of 16-bit elements through
 //      staging buffers: a 128x192 tile's C0): chunk by chunk, through the
 //      store's own staging buffer. Before it evaluates a chunk, the
 //      consumer's thread 0 loads the operand's 64 x 128-byte chunk into the
@@ -190,25 +191,32 @@ LogicalResult lowerEpilogue(plan::ScheduledGemm &g) {
                                                                 : "registers";
     store->setAttr(kStoreAttr, StringAttr::get(g.fn.getContext(), path));
   }
-  int64_t operandBytes = 0;  // rule 6's operands so far
-  bool chunked = false;      // rule 7 has its operand
-  for (Operation &op : g.fn.getBody().front()) {
-    auto load = dyn_cast<LoadOp>(op);
-    if (!load || !g.warpSpecialized() || !prefetchable(load, tile))
-      continue;
-    unsigned bits = load.getRef().getType().getElementType().getIntOrFloatBitWidth();
-    int64_t bytes = epilogueOperandBytes(g.kind(), tile, bits / 8);
-    StringRef path = "tma_l2";
-    if (bits == 16 && (tile[1] * 2) % 128 == 0 &&
-        planSharedMemory(g.kind(), g.match.ringTile(), g.eltBytes(), ring->getStages(), operandBytes + bytes)
-            .fits()) {
+  // Rule 6 first, in the loads' order; rule 7 only in a kernel without rule
+  // 6's operands (both would complete phases of the consumer's one operand
+  // barrier: rule 6 counts one per tile); rule 8 for the rest.
+  SmallVector<LoadOp> operands;
+  for (Operation &op : g.fn.getBody().front())
+    if (auto load = dyn_cast<LoadOp>(op); load && g.warpSpecialized() && prefetchable(load, tile))
+      operands.push_back(load);
+  auto bitsOf = [](LoadOp load) { return load.getRef().getType().getElementType().getIntOrFloatBitWidth(); };
+  int64_t operandBytes = 0;
+  for (LoadOp load : operands) {
+    int64_t bytes = epilogueOperandBytes(g.kind(), tile, bitsOf(load) / 8);
+    bool smem = bitsOf(load) == 16 && (tile[1] * 2) % 128 == 0 &&
+                planSharedMemory(g.kind(), g.match.ringTile(), g.eltBytes(), ring->getStages(), operandBytes + bytes)
+                    .fits();
+    if (smem) {
       operandBytes += bytes;
-      path = "tma_smem";
-    } else if (bits == 16 && !chunked && g.kind() == ScheduleKind::pingpong && chunkable(load, g.fn)) {
-      chunked = true;
-      path = "tma_chunk";
+      load->setAttr(kPrefetchAttr, StringAttr::get(g.fn.getContext(), "tma_smem"));
     }
-    load->setAttr(kPrefetchAttr, StringAttr::get(g.fn.getContext(), path));
+  }
+  bool chunked = operandBytes > 0;
+  for (LoadOp load : operands) {
+    if (load->hasAttr(kPrefetchAttr))
+      continue;
+    bool chunk = !chunked && bitsOf(load) == 16 && g.kind() == ScheduleKind::pingpong && chunkable(load, g.fn);
+    chunked |= chunk;
+    load->setAttr(kPrefetchAttr, StringAttr::get(g.fn.getContext(), chunk ? "tma_chunk" : "tma_l2"));
   }
   // The epilogue runs where the mma does: in the consumers' region, or at the
   // top for multistage.

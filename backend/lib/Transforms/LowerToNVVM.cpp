@@ -647,13 +647,14 @@ LogicalResult KernelBuilder::buildSignature() {
     // boxes, 64 rows x 128 bytes, 128B swizzle.
     // (Also the one that goes chunk by chunk through the staging buffers.)
     SmallVector<LoadOp> operandLoads = stagedOperandLoads();
-    if (LoadOp chunked = chunkOperandLoad())
+    LoadOp chunked = chunkOperandLoad();
+    if (chunked)
       operandLoads.push_back(chunked);
     for (LoadOp load : operandLoads) {
       int64_t bytes = load.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8;
       TmaParam t{cast<BlockArgument>(load.getRef()).getArgNumber(), {128 / bytes, 64}, {}};
       t.operand = load;
-      t.perChunk = load == chunkOperandLoad();
+      t.perChunk = load == chunked;
       tma.push_back(t);
     }
     // "tma:<arg>:<box inner>x<box outer>:<swizzle bytes>[:c<contiguous dim>][:r]";
@@ -1087,15 +1088,15 @@ LogicalResult KernelBuilder::readPlan() {
                                 << "2-d or 3-d tensor: run tessel-lower-epilogue, which checks its rules";
       if (path != "tma_chunk")
         continue;
-      bool ok = ++chunked == 1 && pingpong;
+      bool ok = ++chunked == 1 && pingpong && stagedOperandLoads().empty();
       for (Operation &user : fn.getBody().front())
         if (auto store = dyn_cast<StoreOp>(user); store && readsResultOf(store.getValue(), load))
           ok &= storePath(store) == "tma_store" &&
                 store.getRef().getType().getElementType().getIntOrFloatBitWidth() == 16;
       if (!ok)
-        return load.emitError("epilogue operand path 'tma_chunk' is one operand of a pingpong kernel, read only "
-                              "by stores of 16-bit elements through staging buffers (path 'tma_store'): run "
-                              "tessel-lower-epilogue, which checks its rules");
+        return load.emitError("epilogue operand path 'tma_chunk' is one operand of a pingpong kernel without "
+                              "'tma_smem' operands, read only by stores of 16-bit elements through staging "
+                              "buffers (path 'tma_store'): run tessel-lower-epilogue, which checks its rules");
     }
   }
   if (!multistage) {

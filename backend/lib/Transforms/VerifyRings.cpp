@@ -63,6 +63,10 @@ using namespace mlir::tessel;
 
 namespace {
 
+/// The epilogue operands' barriers (Lowering/Epilogue.cpp): one per consumer,
+/// not a k-step ring (R3 does not apply).
+constexpr StringLiteral kOperandRing = "operand";
+
 std::optional<int64_t> constantInt(Value v) {
   APInt c;
   if (v && matchPattern(v, m_ConstantInt(&c)))
@@ -132,7 +136,7 @@ LogicalResult verifyKernel(Operation *kernel) {
       return wait->emitError() << "ring '" << name
                                << "' is waited on but nothing arrives on it (rule R2: a missing arrive; "
                                   "the wait would never complete)";
-    if (use.inits.size() < 2 && name != "operand")
+    if (use.inits.size() < 2 && name != kOperandRing)
       return use.inits.front()->emitError()
              << "ring '" << name << "' has 1 stage (rule R3: a stage is released one k-step late, "
              << "so a one-stage ring would wait forever for K > BK)";

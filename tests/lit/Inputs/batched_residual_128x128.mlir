@@ -1,6 +1,6 @@
 // C[z] = A[z] @ B[z]^T + R[z], batched (rank-3 A, B, R, C): in the warp-specialized schedules
 // the rank-3 output is staged and written with 3-d TMA boxes (tessel-lower-epilogue rule 1) and
-// R's tile is prefetched into L2 with a 3-d box (rule 6); the golden matrix records its registers
+// R's tile goes through shared memory with 3-d boxes (rule 6); the golden matrix records its registers
 // and spills.
 func.func @batched_residual(%A: !tessel.ref<3 x bf16>, %B: !tessel.ref<3 x bf16>, %R: !tessel.ref<3 x bf16>, %C: !tessel.ref<3 x bf16>) attributes {tessel.kernel} {
   %c0 = arith.constant 0 : index

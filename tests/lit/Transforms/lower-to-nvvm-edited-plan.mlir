@@ -82,4 +82,4 @@
 // BARRIER: error: named barrier ids must be distinct, in [1, 15] and consecutive within a kind (0 is the CTA's bar.sync 0): barriers.turn has 2
 // EPILOGUE: error: hopper.epilogue records the tile scheduler's and the roles' decisions (staging_buffers 2 fixup "stream_k" here): edit hopper.tile_scheduler or hopper.warp_specialize instead
 // OPATH: error: unknown epilogue operand path 'tma_fast' (expected tma_smem, tma_chunk or tma_l2): run tessel-lower-epilogue
-// OCHUNK: error: epilogue operand path 'tma_chunk' is one operand of a pingpong kernel, read only by stores of 16-bit elements through staging buffers (path 'tma_store'): run tessel-lower-epilogue, which checks its rules
+// OCHUNK: error: epilogue operand path 'tma_chunk' is one operand of a pingpong kernel without 'tma_smem' operands, read only by stores of 16-bit elements through staging buffers (path 'tma_store'): run tessel-lower-epilogue, which checks its rules

@@ -156,7 +156,7 @@ SmallVector<StoreOp> KernelBuilder::stagedStores() {
 }
 
 //===----------------------------------------------------------------------===//
-// Epilogue operands prefetched into L2 (tessel-lower-epilogue rule 6)
+// Epilogue operands prefetched into L2 (tessel-lower-epilogue rule 8)
 //===----------------------------------------------------------------------===//
 //
 //   tessel.load %C0[%m, %n] {hopper.prefetch = "tma_l2"} : ... -> tensor<128x128xbf16>
@@ -247,7 +247,13 @@ LogicalResult KernelBuilder::prefetchEpilogueOperands() {
 //       arrive_expect_tx of the bytes its boxes deliver); every consumer
 //       thread waits for phase (the consumer's tile count) & 1 before its
 //       epilogue. Stream-K parts that only contribute, and a cluster's tiles
-//       past the grid, load and wait too, so the phases stay in step.
+//       past the grid, load and wait too, so the phases stay in step, and a
+//       bar.sync of the consumer follows every wait before thread 0 issues
+//       the next tile's loads (the epilogue's, stream-K's, or one of its own
+//       for a tile past the grid): no thread can find the barrier two phases
+//       on. No operand of rule 7 shares the barrier (tessel-lower-epilogue).
+//       (A contributor's or skipped tile's loads are wasted: the price of
+//       phases that need no count of the tiles that store.)
 //   O3. An operand whose tensor breaks TMA's rules is copied into the same
 //       buffer by the consumer's threads (generic proxy, bounds-checked: 0
 //       outside the tensor, as TMA fills), then bar.sync of the consumer
@@ -407,9 +413,10 @@ LogicalResult KernelBuilder::fillOperandsFromMemory(Value consumer, Value firstR
     if (!t.operand || t.perChunk)
       continue;
     const int64_t cols = 128 / (t.operand.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8);
-    auto ifNot = b.create<scf::IfOp>(loc, TypeRange{}, t.usable, /*withElse=*/true);
+    Value unusable = b.create<arith::XOrIOp>(loc, t.usable, b.create<arith::ConstantIntOp>(loc, b.getI1Type(), 1));
+    auto ifNot = b.create<scf::IfOp>(loc, TypeRange{}, unusable, /*withElse=*/false);
     OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(ifNot.elseBlock());
+    b.setInsertionPointToStart(ifNot.thenBlock());
     // Rule O3.
     for (int64_t i = 0; i < rowBlocks; ++i)
       for (int64_t c = 0; c * cols < outBN; ++c)
@@ -453,7 +460,8 @@ LogicalResult KernelBuilder::loadOperandChunk(TmaParam &t, Value buffer, Value r
       coords.push_back((*offsets)[0]);
     // Rule O5: the arrival's state names the phase this load completes.
     Value bar = operandBar(consumer);
-    Value state = ptx("mbarrier.arrive.expect_tx.shared::cta.b64 $0, [$1], 8192;", "=l,r", {bar}, b.getI64Type());
+    Value state = ptx("mbarrier.arrive.expect_tx.shared::cta.b64 $0, [$1], " + std::to_string(kChunkBytes) + ";",
+                      "=l,r", {bar}, b.getI64Type());
     b.create<hopper::TmaLoadOp>(loc, t.desc, coords, buffer, bar, Value(), kChunkBytes);
     spinWait(
         "",

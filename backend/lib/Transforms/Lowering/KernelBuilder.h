@@ -331,7 +331,7 @@ private:
   LogicalResult stageChunk(TmaParam &t, Value acc, Value rowBlock, int64_t localRowBlock, int64_t chunk,
                            Value inWg, Value consumer, Value sequence, bool drainAll);
   /// Epilogue loads that the producer prefetches into L2 with TMA
-  /// (`hopper.prefetch = "tma_l2"`, tessel-lower-epilogue rule 6).
+  /// (`hopper.prefetch = "tma_l2"`, tessel-lower-epilogue rule 8).
   SmallVector<LoadOp> prefetchedLoads();
   /// The producer's L2 prefetch of the epilogue operands of the tile whose
   /// program ids are set (when each one's tensor meets TMA's rules).

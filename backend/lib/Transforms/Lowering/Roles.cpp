@@ -474,9 +474,15 @@ LogicalResult KernelBuilder::lowerProducerConsumers() {
       }
       if (!tileValid)
         return emitConsumerEpilogue(accs, firstRowBlock, inWg, consumer, local);
-      // A cluster partner's tile past the grid's edge: nothing to store.
-      auto validIf = b.create<scf::IfOp>(loc, TypeRange{}, tileValid, false);
+      // A cluster partner's tile past the grid's edge: nothing to store. (With
+      // operands, a barrier instead of the epilogue's: rule O2, no thread
+      // issues the next tile's loads before every thread saw this phase.)
+      auto validIf = b.create<scf::IfOp>(loc, TypeRange{}, tileValid, /*withElse=*/operands);
       OpBuilder::InsertionGuard g3(b);
+      if (operands) {
+        b.setInsertionPointToStart(validIf.elseBlock());
+        consumerBarrier(consumer);
+      }
       b.setInsertionPointToStart(validIf.thenBlock());
       return emitConsumerEpilogue(accs, firstRowBlock, inWg, consumer, local);
     });
