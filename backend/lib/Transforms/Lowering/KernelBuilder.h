@@ -327,7 +327,8 @@ private:
                                      Value consumer, Value tileIter);
   /// One 64-row x 128-byte chunk of a staged store: fragments -> swizzled
   /// staging buffer -> TMA store (or plain stores when the output breaks
-  /// TMA's rules).
+  /// TMA's rules). `rowBlock` is the tile's 64-row block, `localRowBlock` its
+  /// index among the consumer's own (which picks the operands' buffers).
   LogicalResult stageChunk(TmaParam &t, Value acc, Value rowBlock, int64_t localRowBlock, int64_t chunk,
                            Value inWg, Value consumer, Value sequence, bool drainAll);
   /// Epilogue loads that the producer prefetches into L2 with TMA
