@@ -219,7 +219,7 @@ LogicalResult KernelBuilder::prefetchEpilogueOperands() {
 }
 
 //===----------------------------------------------------------------------===//
-// Epilogue operands read through shared memory (tessel-lower-epilogue rule 6)
+// Epilogue operands read through shared memory (tessel-lower-epilogue rules 6, 7)
 //===----------------------------------------------------------------------===//
 //
 //   tessel.load %C0[%m, %n] {hopper.prefetch = "tma_smem"} : ... -> tensor<128x128xbf16>
