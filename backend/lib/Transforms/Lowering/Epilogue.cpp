@@ -169,18 +169,20 @@ SmallVector<StoreOp> KernelBuilder::stagedStores() {
 // No ordering rule: a prefetch writes no memory the kernel reads and nobody
 // waits for it; a tile whose prefetch has not arrived reads from memory.
 
-SmallVector<LoadOp> KernelBuilder::prefetchedLoads() {
+SmallVector<LoadOp> KernelBuilder::operandLoadsOn(StringRef path) {
   SmallVector<LoadOp> out;
   if (!gemm)
     return out;
   for (Operation &op : fn.getBody().front())
     if (auto load = dyn_cast<LoadOp>(op)) {
-      auto path = load->getAttrOfType<StringAttr>("hopper.prefetch");
-      if (path && path.getValue() == "tma_l2")
+      auto attr = load->getAttrOfType<StringAttr>("hopper.prefetch");
+      if (attr && attr.getValue() == path)
         out.push_back(load);
     }
   return out;
 }
+
+SmallVector<LoadOp> KernelBuilder::prefetchedLoads() { return operandLoadsOn("tma_l2"); }
 
 LogicalResult KernelBuilder::prefetchEpilogueOperands() {
   for (TmaParam &t : tma) {
@@ -280,18 +282,7 @@ LogicalResult KernelBuilder::prefetchEpilogueOperands() {
 //       load before every thread's ldmatrix. Each warp's stmatrix then
 //       writes only the 16 rows its own ldmatrix read.
 
-SmallVector<LoadOp> KernelBuilder::stagedOperandLoads() {
-  SmallVector<LoadOp> out;
-  if (!gemm)
-    return out;
-  for (Operation &op : fn.getBody().front())
-    if (auto load = dyn_cast<LoadOp>(op)) {
-      auto path = load->getAttrOfType<StringAttr>("hopper.prefetch");
-      if (path && path.getValue() == "tma_smem")
-        out.push_back(load);
-    }
-  return out;
-}
+SmallVector<LoadOp> KernelBuilder::stagedOperandLoads() { return operandLoadsOn("tma_smem"); }
 
 Value KernelBuilder::operandChunk(const TmaParam &t, Value consumer, int64_t localRowBlock, int64_t chunk) {
   // The operands' regions follow each other in the loads' order.
@@ -429,15 +420,8 @@ LogicalResult KernelBuilder::fillOperandsFromMemory(Value consumer, Value firstR
 }
 
 LoadOp KernelBuilder::chunkOperandLoad() {
-  if (!gemm)
-    return {};
-  for (Operation &op : fn.getBody().front())
-    if (auto load = dyn_cast<LoadOp>(op)) {
-      auto path = load->getAttrOfType<StringAttr>("hopper.prefetch");
-      if (path && path.getValue() == "tma_chunk")
-        return load;
-    }
-  return {};
+  SmallVector<LoadOp> loads = operandLoadsOn("tma_chunk");
+  return loads.empty() ? LoadOp() : loads.front();
 }
 
 LogicalResult KernelBuilder::loadOperandChunk(TmaParam &t, Value buffer, Value rowBlock, int64_t chunk, Value inWg,

@@ -331,6 +331,9 @@ private:
   /// index among the consumer's own (which picks the operands' buffers).
   LogicalResult stageChunk(TmaParam &t, Value acc, Value rowBlock, int64_t localRowBlock, int64_t chunk,
                            Value inWg, Value consumer, Value sequence, bool drainAll);
+  /// The epilogue loads whose `hopper.prefetch` (tessel-lower-epilogue rules
+  /// 6-8) is `path`, in the function's order.
+  SmallVector<LoadOp> operandLoadsOn(StringRef path);
   /// Epilogue loads that the producer prefetches into L2 with TMA
   /// (`hopper.prefetch = "tma_l2"`, tessel-lower-epilogue rule 8).
   SmallVector<LoadOp> prefetchedLoads();
