@@ -10,10 +10,10 @@
 //     (tessel-lower-epilogue rule 6: TMA loads by each consumer, or its threads' bounds-checked
 //     copies where D breaks TMA's rules, runs 2-4), also with 2x1 and 1x2 clusters (1x2: the
 //     third column of tiles has a partner past the grid, which loads and waits but stores
-//     nothing); 128 x 192 tiles' D in pingpong chunk by chunk through the staging buffers
-//     (rule 7: a TMA load per chunk, or the threads' copies), with stream-K parts that skip the
-//     epilogue, whole tiles and a 1x2 cluster; elsewhere through predicated element loads
-//     (loadElement);
+//     nothing); 128 x 192 tiles' D (pingpong, cooperative, warp_specialized) and cooperative
+//     256 x 128's chunk by chunk through the staging buffers (rule 7: a TMA load per chunk, or
+//     the threads' copies), with stream-K parts that skip the epilogue, whole tiles and a 2x1
+//     cluster; elsewhere through predicated element loads (loadElement);
 //   * an elementwise kernel: Y[i] = max(X[i + shift] * (alpha + 1), f32(shift)), 100003 f32
 //     elements, with a positive and a negative i32 shift (reads past X's ends give 0);
 //   * each kernel is compiled once and launched twice with different values (plain C++ numbers and
@@ -66,6 +66,7 @@ struct gemm_config {
   ts::decomposition decomposition;
   std::array<int, 2> cluster = {1, 1};
   int bn = 128;
+  int bm = 128;
 };
 
 std::string label(const gemm_config& c) {
@@ -73,7 +74,7 @@ std::string label(const gemm_config& c) {
   if (c.decomposition == ts::decomposition::data_parallel) s += "_data_parallel";
   if (c.decomposition == ts::decomposition::stream_k) s += "_stream_k";
   if (c.cluster[0] * c.cluster[1] > 1) s += "_c" + std::to_string(c.cluster[0]) + "x" + std::to_string(c.cluster[1]);
-  if (c.bn != 128) s += "_128x" + std::to_string(c.bn);
+  if (c.bm != 128 || c.bn != 128) s += "_" + std::to_string(c.bm) + "x" + std::to_string(c.bn);
   return s;
 }
 
@@ -88,16 +89,18 @@ TEST_P(ScalarGemm, AlphaBetaEpilogueTwoValuesOneCompile) {
     o.decomposition = cfg.decomposition;
     o.cluster = cfg.cluster;
     o.stages = cfg.schedule == ts::schedule::multistage ? 3 : 4;
-    return cfg.bn == 192 ? ts::jit(tessel_test::gemm_alpha_beta<128, 192>{}, o)
-                         : ts::jit(tessel_test::gemm_alpha_beta<128, 128>{}, o);
+    return cfg.bm == 256  ? ts::jit(tessel_test::gemm_alpha_beta<256, 128>{}, o)
+           : cfg.bn == 192 ? ts::jit(tessel_test::gemm_alpha_beta<128, 192>{}, o)
+                           : ts::jit(tessel_test::gemm_alpha_beta<128, 128>{}, o);
   });
   ASSERT_TRUE(ck.kernel) << ck.error;
   const ts::kernel& k = *ck.kernel;
   const bool warp_specialized = cfg.schedule == ts::schedule::warp_specialized ||
                                 cfg.schedule == ts::schedule::cooperative || cfg.schedule == ts::schedule::pingpong;
   // The path under test: D through shared memory where the schedule has consumer warpgroups (in
-  // whole tiles, or chunk by chunk for pingpong's 128 x 192 tiles).
-  const char* path = cfg.bn == 192 ? "hopper.prefetch = \"tma_chunk\"" : "hopper.prefetch = \"tma_smem\"";
+  // whole tiles, or chunk by chunk for the 128 x 192 and 256 x 128 tiles, which do not fit).
+  const bool chunked = cfg.bn == 192 || cfg.bm == 256;
+  const char* path = chunked ? "hopper.prefetch = \"tma_chunk\"" : "hopper.prefetch = \"tma_smem\"";
   EXPECT_EQ(k.stage("lower-epilogue").find(path) != std::string::npos, warp_specialized) << label(cfg);
 
   const std::int64_t M = 200, N0 = 304, K = 192, ld = N0 + 8;
@@ -149,7 +152,7 @@ TEST_P(ScalarGemm, AlphaBetaEpilogueTwoValuesOneCompile) {
     const std::int64_t N = run == 5 ? N0 - 1 : N0;  // run 5: odd N, a pair's second column outside
     ASSERT_EQ(cudaMemset(dc.get(), kSentinel, dc.bytes()), cudaSuccess);
     ASSERT_EQ(cudaMemset2D(C, ld * 2, 0xFF, N * 2, M), cudaSuccess);  // NaN-poison C itself
-    const ts::grid g{unsigned((M + 127) / 128), unsigned((N + cfg.bn - 1) / cfg.bn)};
+    const ts::grid g{unsigned((M + cfg.bm - 1) / cfg.bm), unsigned((N + cfg.bn - 1) / cfg.bn)};
     auto A = ts::view<ts::bf16>(da.get(), {M, K}), B = ts::view<ts::bf16>(db.get(), {N, K});
     auto D = run == 2   ? ts::view<ts::bf16>(dd2.get(), {M, N}, {ld2, 1})
              : run == 3 ? ts::view<ts::bf16>(ddcol.get(), {M, N}, {1, M})
@@ -200,7 +203,14 @@ INSTANTIATE_TEST_SUITE_P(
                       gemm_config{ts::schedule::pingpong, ts::decomposition::automatic, {1, 1}, 192},
                       gemm_config{ts::schedule::pingpong, ts::decomposition::stream_k, {1, 1}, 192},
                       gemm_config{ts::schedule::pingpong, ts::decomposition::data_parallel, {1, 1}, 192},
-                      gemm_config{ts::schedule::pingpong, ts::decomposition::automatic, {2, 1}, 192}),
+                      gemm_config{ts::schedule::pingpong, ts::decomposition::automatic, {2, 1}, 192},
+                      gemm_config{ts::schedule::cooperative, ts::decomposition::automatic, {1, 1}, 192},
+                      gemm_config{ts::schedule::cooperative, ts::decomposition::stream_k, {1, 1}, 192},
+                      gemm_config{ts::schedule::cooperative, ts::decomposition::data_parallel, {1, 1}, 192},
+                      gemm_config{ts::schedule::cooperative, ts::decomposition::automatic, {2, 1}, 192},
+                      gemm_config{ts::schedule::warp_specialized, ts::decomposition::automatic, {1, 1}, 192},
+                      gemm_config{ts::schedule::cooperative, ts::decomposition::automatic, {1, 1}, 128, 256},
+                      gemm_config{ts::schedule::cooperative, ts::decomposition::stream_k, {1, 1}, 128, 256}),
     [](const ::testing::TestParamInfo<gemm_config>& i) { return label(i.param); });
 
 TEST(ScalarElementwise, ScaleShiftTwoValuesOneCompile) {

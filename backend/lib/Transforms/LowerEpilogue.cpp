@@ -53,20 +53,26 @@
 //      rate meanwhile (docs/benchmarks.md run 109). When the tensor breaks
 //      TMA's rules (the `tmaok` parameter), the consumer's threads copy the
 //      tile into the same buffer with bounds-checked loads instead.
-//   7. "tma_chunk" (pingpong, a 16-bit operand whose tiles do not fit, the
-//      first such one in a kernel without rule 6's operands, whose per-tile
-//      phases it would break; read only by stores of 16-bit elements through
-//      staging buffers: a 128x192 tile's C0): chunk by chunk, through the
-//      store's own staging buffer. Before it evaluates a chunk, the
-//      consumer's thread 0 loads the operand's 64 x 128-byte chunk into the
-//      staging buffer the chunk is stored from, with TMA, and waits; the
-//      epilogue reads it with ldmatrix and writes the result over it with
-//      stmatrix (each warp reads and writes only its own 16 rows). The load's
-//      latency is exposed in the epilogue, which pingpong overlaps with the
-//      other consumer's mainloop; the producer also prefetches the tile into
-//      L2 (as rule 8), so that the loads hit L2.
-//   8. "tma_l2" (the others: 32-bit, or cooperative and warp_specialized
-//      tiles that do not fit): the producer, whose warp
+//   7. "tma_chunk" (a 16-bit operand whose tiles do not fit, the first such
+//      one in a kernel without rule 6's operands, whose per-tile phases it
+//      would break; read only by stores of 16-bit elements through staging
+//      buffers; its barrier fits beside the ring: 128x192 tiles' C0, and
+//      cooperative 256x128's): chunk by chunk, through the store's own
+//      staging buffer. Before it evaluates a chunk, the consumer's thread 0
+//      loads the operand's 64 x 128-byte chunk into the staging buffer the
+//      chunk is stored from, with TMA, and waits; the epilogue reads it with
+//      ldmatrix and writes the result over it with stmatrix (each warp reads
+//      and writes only its own 16 rows). The producer prefetches the tile's
+//      chunks into L2 (as rule 8), so that the loads hit L2. The load's
+//      latency is exposed once per chunk: pingpong overlaps it with the other
+//      consumer's mainloop; in cooperative and warp_specialized, whose
+//      epilogues run alone, it still costs less than rule 8's element loads
+//      (docs/benchmarks.md run 114, H100: cooperative 128x256 alpha/beta
+//      +2.9% / +6.0% over its plain GEMM at 8192^3 / 4096x14336x4096, from
+//      +10..14% / +11..12% through L2; 256x128 +1.4% / +4.6%, from +3..6% /
+//      +10%).
+//   8. "tma_l2" (the others: 32-bit operands, a second operand beside rule
+//      7's, rule 6's that do not fit): the producer, whose warp
 //      is idle once a tile's loads are issued, prefetches the tile into L2
 //      with one TMA box (cp.async.bulk.prefetch.tensor) right after it issued
 //      the tile's last k-stage, a few k-steps before the tile's epilogue,
@@ -214,7 +220,10 @@ LogicalResult lowerEpilogue(plan::ScheduledGemm &g) {
   for (LoadOp load : operands) {
     if (load->hasAttr(kPrefetchAttr))
       continue;
-    bool chunk = !chunked && bitsOf(load) == 16 && g.kind() == ScheduleKind::pingpong && chunkable(load, g.fn);
+    bool chunk = !chunked && bitsOf(load) == 16 && chunkable(load, g.fn) &&
+                 planSharedMemory(g.kind(), g.match.ringTile(), g.eltBytes(), ring->getStages(), 0,
+                                  /*chunkOperand=*/true)
+                     .fits();
     chunked |= chunk;
     load->setAttr(kPrefetchAttr, StringAttr::get(g.fn.getContext(), chunk ? "tma_chunk" : "tma_l2"));
   }

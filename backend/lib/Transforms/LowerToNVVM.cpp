@@ -1088,13 +1088,13 @@ LogicalResult KernelBuilder::readPlan() {
                                 << "2-d or 3-d tensor: run tessel-lower-epilogue, which checks its rules";
       if (path != "tma_chunk")
         continue;
-      bool ok = ++chunked == 1 && pingpong && stagedOperandLoads().empty();
+      bool ok = ++chunked == 1 && stagedOperandLoads().empty();
       for (Operation &user : fn.getBody().front())
         if (auto store = dyn_cast<StoreOp>(user); store && readsResultOf(store.getValue(), load))
           ok &= storePath(store) == "tma_store" &&
                 store.getRef().getType().getElementType().getIntOrFloatBitWidth() == 16;
       if (!ok)
-        return load.emitError("epilogue operand path 'tma_chunk' is one operand of a pingpong kernel without "
+        return load.emitError("epilogue operand path 'tma_chunk' is one operand of a kernel without "
                               "'tma_smem' operands, read only by stores of 16-bit elements through staging "
                               "buffers (path 'tma_store'): run tessel-lower-epilogue, which checks its rules");
     }

@@ -6,7 +6,8 @@
 // RUN: tessel-opt %inputs/gemm_alpha_beta_128x128.mlir -tessel-select-schedule="schedule=tma" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=C0-TMA
 // RUN: tessel-opt %inputs/gemm_128x128_fp8.mlir -tessel-select-schedule="schedule=pingpong" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=FP8
 // RUN: tessel-opt %inputs/gemm_alpha_beta_128x192.mlir -tessel-select-schedule="schedule=pingpong" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=C0-CHUNK
-// RUN: tessel-opt %inputs/gemm_alpha_beta_128x192.mlir -tessel-select-schedule="schedule=cooperative" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=C0-L2
+// RUN: tessel-opt %inputs/gemm_alpha_beta_128x192.mlir -tessel-select-schedule="schedule=cooperative" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=C0-COOP
+// RUN: tessel-opt %inputs/gemm_alpha_beta_f32_128x192.mlir -tessel-select-schedule="schedule=cooperative" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=C0-L2
 // RUN: tessel-opt %inputs/gemm_two_operands_64x192.mlir -tessel-select-schedule="schedule=pingpong" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=TWO
 // RUN: tessel-opt %inputs/batched_residual_128x128.mlir -tessel-select-schedule="schedule=pingpong" -tessel-materialize-tile-scheduler -tessel-insert-async-copies -tessel-warp-specialize -tessel-schedule-mma -tessel-lower-epilogue | FileCheck %s --check-prefix=BATCHED
 
@@ -35,7 +36,8 @@
 // cooperative; schedule tma has no producer warp.
 // C0: tessel.load %{{.*}}[%{{.*}}, %{{.*}}] {hopper.prefetch = "tma_smem"} : !tessel.ref<2 x bf16> -> tensor<128x128xbf16>
 // C0-CHUNK: tessel.load %{{.*}}[%{{.*}}, %{{.*}}] {hopper.prefetch = "tma_chunk"} : !tessel.ref<2 x bf16> -> tensor<128x192xbf16>
-// C0-L2: tessel.load %{{.*}}[%{{.*}}, %{{.*}}] {hopper.prefetch = "tma_l2"} : !tessel.ref<2 x bf16> -> tensor<128x192xbf16>
+// C0-COOP: tessel.load %{{.*}}[%{{.*}}, %{{.*}}] {hopper.prefetch = "tma_chunk"} : !tessel.ref<2 x bf16> -> tensor<128x192xbf16>
+// C0-L2: tessel.load %{{.*}}[%{{.*}}, %{{.*}}] {hopper.prefetch = "tma_l2"} : !tessel.ref<2 x f32> -> tensor<128x192xf32>
 // C0-TMA-NOT: hopper.prefetch
 // Rule 7 never beside a rule-6 operand (they would share the consumer's barrier).
 // TWO: tessel.load %{{.*}}[%{{.*}}, %{{.*}}] {hopper.prefetch = "tma_smem"} : !tessel.ref<2 x bf16> -> tensor<64x192xbf16>

@@ -13,7 +13,7 @@
 // RUN: tessel-opt %inputs/gemm_alpha_beta_128x128.mlir --tessel-select-schedule="schedule=pingpong" --tessel-plan-pipeline \
 // RUN:   | sed -e 's/"tma_smem"/"tma_fast"/' \
 // RUN:   | not tessel-opt --tessel-build-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=OPATH
-// RUN: tessel-opt %inputs/gemm_alpha_beta_128x192.mlir --tessel-select-schedule="schedule=cooperative" --tessel-plan-pipeline \
+// RUN: tessel-opt %inputs/gemm_two_operands_64x192.mlir --tessel-select-schedule="schedule=pingpong" --tessel-plan-pipeline \
 // RUN:   | sed -e 's/"tma_l2"/"tma_chunk"/' \
 // RUN:   | not tessel-opt --tessel-build-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=OCHUNK
 // RUN: tessel-opt %inputs/gemm_128x128.mlir --tessel-select-schedule="schedule=cooperative" --tessel-plan-pipeline \
@@ -82,4 +82,4 @@
 // BARRIER: error: named barrier ids must be distinct, in [1, 15] and consecutive within a kind (0 is the CTA's bar.sync 0): barriers.turn has 2
 // EPILOGUE: error: hopper.epilogue records the tile scheduler's and the roles' decisions (staging_buffers 2 fixup "stream_k" here): edit hopper.tile_scheduler or hopper.warp_specialize instead
 // OPATH: error: unknown epilogue operand path 'tma_fast' (expected tma_smem, tma_chunk or tma_l2): run tessel-lower-epilogue
-// OCHUNK: error: epilogue operand path 'tma_chunk' is one operand of a pingpong kernel without 'tma_smem' operands, read only by stores of 16-bit elements through staging buffers (path 'tma_store'): run tessel-lower-epilogue, which checks its rules
+// OCHUNK: error: epilogue operand path 'tma_chunk' is one operand of a kernel without 'tma_smem' operands, read only by stores of 16-bit elements through staging buffers (path 'tma_store'): run tessel-lower-epilogue, which checks its rules

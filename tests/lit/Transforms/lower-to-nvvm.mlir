@@ -2,8 +2,9 @@
 // RUN: tessel-opt %s -tessel-lower-to-nvvm | FileCheck %s --check-prefix=EW
 // RUN: tessel-opt %inputs/gemm_128x256.mlir -tessel-select-schedule -tessel-plan-pipeline -tessel-lower-to-nvvm=bounded-waits=true | FileCheck %s --check-prefix=BOUNDED
 // RUN: tessel-opt %inputs/gemm_128x256.mlir -tessel-select-schedule -tessel-plan-pipeline -tessel-lower-to-nvvm=bounded-waits=true -tessel-convert-hopper-to-nvvm | FileCheck %s --check-prefix=DEBUG
-// RUN: tessel-opt %inputs/gemm_alpha_beta_128x192.mlir -tessel-select-schedule="schedule=cooperative" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=PREFETCH
+// RUN: tessel-opt %inputs/gemm_alpha_beta_f32_128x192.mlir -tessel-select-schedule="schedule=cooperative" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=PREFETCH
 // RUN: tessel-opt %inputs/gemm_alpha_beta_128x192.mlir -tessel-select-schedule="schedule=pingpong" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=CHUNK
+// RUN: tessel-opt %inputs/gemm_alpha_beta_128x192.mlir -tessel-select-schedule="schedule=cooperative" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=CHUNK
 // RUN: tessel-opt %inputs/gemm_alpha_beta_128x128.mlir -tessel-select-schedule="schedule=pingpong" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=OPERAND
 // RUN: sed 's/%C\[%m, %n\]/%C[%c0, %n]/' %inputs/gemm_128x256.mlir | tessel-opt -tessel-select-schedule -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=NOCLIP
 // RUN: tessel-opt %inputs/grouped_gemm_128x128.mlir -tessel-select-schedule="schedule=cooperative" -tessel-plan-pipeline -tessel-lower-to-nvvm | FileCheck %s --check-prefix=GROUPED
@@ -105,15 +106,15 @@ func.func @x_three_times(%X: !tessel.ref<1 x f32>, %Y: !tessel.ref<1 x f32>) att
   return
 }
 
-// An epilogue operand prefetched into L2 (tessel-lower-epilogue rule 8): an
-// optional descriptor of the whole 128 x 192 tile and its TMA-usable flag;
+// An epilogue operand prefetched into L2 (tessel-lower-epilogue rule 8; an f32
+// C0, which rules 6 and 7 do not take): an optional descriptor of the whole 128 x 192 tile and its TMA-usable flag;
 // the producer prefetches it after issuing the tile's k-stages, when usable.
 // PREFETCH: tessel.params = [{{.*}}"tmastore:5:64x64:128", "tmaprefetch:4:192x128:0", "tmaok:5", "tmaok:4"
 // PREFETCH: hopper.tma.load
 // PREFETCH: scf.if
 // PREFETCH-NEXT: hopper.tma.prefetch %{{.*}}[%{{.*}}, %{{.*}}] : !llvm.ptr
-// The consumers read C0 with predicated 16-bit loads (0 outside the tensor, no branch).
-// PREFETCH: llvm.inline_asm has_side_effects {{.*}}@p ld.global.b16 $0, [$1];{{.*}}"=h,l,r,~{memory}"
+// The consumers read C0 with predicated 32-bit loads (0 outside the tensor, no branch).
+// PREFETCH: llvm.inline_asm has_side_effects {{.*}}@p ld.global.b32 $0, [$1];{{.*}}"=r,l,r,~{memory}"
 
 // An epilogue operand read through shared memory (tessel-lower-epilogue rule
 // 6; Epilogue.cpp rules O1-O3): the staging chunks' boxes; one barrier per
@@ -131,7 +132,7 @@ func.func @x_three_times(%X: !tessel.ref<1 x f32>, %Y: !tessel.ref<1 x f32>) att
 // OPERAND: hopper.stmatrix
 
 // An epilogue operand chunk by chunk through the staging buffers (rule 7;
-// Epilogue.cpp rules O4-O6): the chunk descriptor; the producer prefetches the
+// Epilogue.cpp rules O4-O6; pingpong and cooperative alike): the chunk descriptor; the producer prefetches the
 // tile's 2 x 3 chunks into L2; per staged chunk, after rule E1's barrier, the
 // consumer's thread 0 loads the chunk into the staging buffer and waits on
 // its arrival's state, a barrier, ldmatrix from that buffer, stmatrix into it.

@@ -62,30 +62,31 @@ TEST_F(ScalarJit, CompilesInEverySchedule) {
   EXPECT_THAT(ew.stage("ptx"), HasSubstr(".param .u32 " + ew.name() + "_param_4,"));
 }
 
-TEST_F(ScalarJit, TheC0TileGoesThroughSharedMemoryWhereItFitsElseIntoL2) {
-  // tessel-lower-epilogue rules 6-8, in the warp-specialized schedules: a 128 x 128 C0 tile fits
-  // beside the ring (each consumer loads its rows into shared memory with TMA, the epilogue reads
-  // them with ldmatrix); a 128 x 192 one does not: pingpong loads it chunk by chunk into the
-  // staging buffers (after an L2 prefetch of its chunks), the others prefetch it into L2 and read
-  // it element by element. tma and multistage have no producer warp and read C0 only.
+TEST_F(ScalarJit, TheC0TileGoesThroughSharedMemoryWholeOrChunkByChunk) {
+  // tessel-lower-epilogue rules 6 and 7, in the warp-specialized schedules: a 128 x 128 C0 tile
+  // fits beside the ring (each consumer loads its rows into shared memory with TMA, the epilogue
+  // reads them with ldmatrix); 128 x 192 and cooperative 256 x 128 ones do not: they are loaded
+  // chunk by chunk into the staging buffers (after an L2 prefetch of their chunks). Rule 8 (L2
+  // only) is left to f32 operands (lit lower-epilogue C0-L2). tma and multistage have no
+  // producer warp and read C0 from memory.
   const std::string prefetch = "cp.async.bulk.prefetch.tensor.2d.L2.global.tile";
+  const std::string ldmatrix = "ldmatrix.sync.aligned.m8n8.x4.shared.b16";
   for (ts::schedule s : {ts::schedule::warp_specialized, ts::schedule::cooperative, ts::schedule::pingpong}) {
     SCOPED_TRACE(ts::to_string(s));
     ts::kernel k = ts::jit(tessel_test::gemm_alpha_beta<128, 128>{}, {.schedule = s});
     EXPECT_THAT(k.stage("lower-epilogue"), HasSubstr("{hopper.prefetch = \"tma_smem\"}"));
     EXPECT_THAT(k.stage("lower-to-nvvm"), HasSubstr("\"tmaoperand:4:64x64:128\""));
     EXPECT_THAT(k.stage("ptx"), Not(HasSubstr(prefetch)));
-    EXPECT_THAT(k.stage("ptx"), HasSubstr("ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
+    EXPECT_THAT(k.stage("ptx"), HasSubstr(ldmatrix));
     ts::kernel wide = ts::jit(tessel_test::gemm_alpha_beta<128, 192>{}, {.schedule = s});
-    const bool chunked = s == ts::schedule::pingpong;
-    EXPECT_THAT(wide.stage("lower-epilogue"),
-                HasSubstr(chunked ? "{hopper.prefetch = \"tma_chunk\"}" : "{hopper.prefetch = \"tma_l2\"}"));
-    EXPECT_THAT(wide.stage("lower-to-nvvm"),
-                HasSubstr(chunked ? "\"tmaoperand:4:64x64:128\"" : "\"tmaprefetch:4:192x128:0\""));
+    EXPECT_THAT(wide.stage("lower-epilogue"), HasSubstr("{hopper.prefetch = \"tma_chunk\"}"));
+    EXPECT_THAT(wide.stage("lower-to-nvvm"), HasSubstr("\"tmaoperand:4:64x64:128\""));
     EXPECT_THAT(wide.stage("ptx"), HasSubstr(prefetch));
-    if (chunked)
-      EXPECT_THAT(wide.stage("ptx"), HasSubstr("ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
+    EXPECT_THAT(wide.stage("ptx"), HasSubstr(ldmatrix));
   }
+  ts::kernel tall = ts::jit(tessel_test::gemm_alpha_beta<256, 128>{}, {.schedule = ts::schedule::cooperative});
+  EXPECT_THAT(tall.stage("lower-epilogue"), HasSubstr("{hopper.prefetch = \"tma_chunk\"}"));
+  EXPECT_THAT(tall.stage("ptx"), HasSubstr(ldmatrix));
   for (ts::schedule s : {ts::schedule::tma, ts::schedule::multistage}) {
     const std::string ptx = ts::jit(tessel_test::gemm_alpha_beta<128, 128>{}, {.schedule = s}).stage("ptx");
     EXPECT_THAT(ptx, Not(HasSubstr(prefetch)));
