@@ -66,11 +66,11 @@
 //      chunks into L2 (as rule 8), so that the loads hit L2. The load's
 //      latency is exposed once per chunk: pingpong overlaps it with the other
 //      consumer's mainloop; in cooperative and warp_specialized, whose
-//      epilogues run alone, it still costs less than rule 8's element loads
-//      (docs/benchmarks.md run 114, H100: cooperative 128x256 alpha/beta
-//      +2.9% / +6.0% over its plain GEMM at 8192^3 / 4096x14336x4096, from
-//      +10..14% / +11..12% through L2; 256x128 +1.4% / +4.6%, from +3..6% /
-//      +10%).
+//      epilogues run alone, the next chunk's load is issued before this
+//      chunk's math (Epilogue.cpp rule O7), and it costs much less than rule
+//      8's element loads (docs/benchmarks.md runs 114-115, H100: cooperative
+//      128x256 alpha/beta at 4096x14336x4096 +2.4..4.8% over its plain GEMM,
+//      from +11..12% through L2).
 //   8. "tma_l2" (the others: 32-bit operands, a second operand beside rule
 //      7's, rule 6's that do not fit): the producer, whose warp
 //      is idle once a tile's loads are issued, prefetches the tile into L2

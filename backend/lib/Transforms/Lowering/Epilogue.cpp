@@ -267,8 +267,13 @@ LogicalResult KernelBuilder::prefetchEpilogueOperands() {
 //   wg:              (rule E1's wait and bar.sync: the buffer is free)
 //   thread 0 of wg:  %st = mbarrier.arrive.expect_tx [opbar_c], 8192
 //                    hopper.tma.load %descC0[%n + 64 j, %m + 64 i] -> buffer, opbar_c
+//                      (only for a tile's first chunk: the others' loads were
+//                       issued by the chunk before, O7)
 //                    mbarrier.try_wait [opbar_c], %st (spins)
 //   wg:              bar.sync 1+consumer, 128
+//   thread 0 of wg:  cp.async.bulk.wait_group.read 0
+//                    %st' = mbarrier.arrive.expect_tx [opbar_c], 8192
+//                    hopper.tma.load (the next chunk) -> the other buffer, opbar_c
 //   all:             ldmatrix of the operand, the epilogue, stmatrix of the
 //                    result into the same buffer, fence.proxy.async, ... (E2)
 //   O4. The load overwrites the buffer only after rule E1's barrier: the TMA
@@ -281,6 +286,18 @@ LogicalResult KernelBuilder::prefetchEpilogueOperands() {
 //       bounds-checked copies, when the tensor breaks TMA's rules) orders the
 //       load before every thread's ldmatrix. Each warp's stmatrix then
 //       writes only the 16 rows its own ldmatrix read.
+//   O7. Lookahead: after O6's barrier, thread 0 issues the load of the
+//       store's next chunk of the same tile into the other staging buffer,
+//       so that its latency overlaps this chunk's math and store (the
+//       schedules whose epilogue runs alone expose it otherwise). That
+//       buffer was last read by the TMA store of the chunk before, which
+//       wait_group.read 0 retires first (it is the newest bulk group), and
+//       by every thread's ldmatrix / stmatrix / fallback copy of the chunk
+//       before, all before this chunk's first barrier. At most one chunk
+//       load is in flight per consumer (this chunk's was waited for), so
+//       O5's state-named phases still hold; the next chunk only waits.
+//       A tile's first chunk is never issued early (its coordinates come
+//       with the tile).
 
 SmallVector<LoadOp> KernelBuilder::stagedOperandLoads() { return operandLoadsOn("tma_smem"); }
 
@@ -424,8 +441,44 @@ LoadOp KernelBuilder::chunkOperandLoad() {
   return loads.empty() ? LoadOp() : loads.front();
 }
 
+FailureOr<Value> KernelBuilder::issueOperandChunk(TmaParam &t, Value buffer, Value rowBlock, int64_t chunk,
+                                                  Value inWg, Value consumer, int64_t waitRead) {
+  Value isIssuer = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, inWg, i32(0));
+  auto one = b.create<scf::IfOp>(loc, TypeRange{b.getI64Type()}, b.create<arith::AndIOp>(loc, t.usable, isIssuer),
+                                 /*withElse=*/true);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(one.elseBlock());
+  b.create<scf::YieldOp>(loc, ValueRange{b.create<arith::ConstantIntOp>(loc, b.getI64Type(), 0).getResult()});
+  b.setInsertionPointToStart(one.thenBlock());
+  auto offsets = offsetScalars(t.operand.getOffsets());
+  if (failed(offsets))
+    return failure();
+  if (waitRead >= 0)
+    b.create<hopper::TmaStoreWaitOp>(loc, waitRead, /*read=*/true);
+  const size_t rank = offsets->size();
+  SmallVector<Value, 3> coords{
+      b.create<arith::AddIOp>(loc, (*offsets)[rank - 1], i32(chunk * 64)),
+      b.create<arith::AddIOp>(loc, (*offsets)[rank - 2], b.create<arith::MulIOp>(loc, rowBlock, i32(64)))};
+  if (rank == 3)
+    coords.push_back((*offsets)[0]);
+  // Rule O5: the arrival's state names the phase this load completes.
+  Value bar = operandBar(consumer);
+  Value state = ptx("mbarrier.arrive.expect_tx.shared::cta.b64 $0, [$1], " + std::to_string(kChunkBytes) + ";",
+                    "=l,r", {bar}, b.getI64Type());
+  b.create<hopper::TmaLoadOp>(loc, t.desc, coords, buffer, bar, Value(), kChunkBytes);
+  b.create<scf::YieldOp>(loc, ValueRange{state});
+  return one.getResult(0);
+}
+
 LogicalResult KernelBuilder::loadOperandChunk(TmaParam &t, Value buffer, Value rowBlock, int64_t chunk, Value inWg,
-                                              Value consumer) {
+                                              Value consumer, Value issued) {
+  Value state = issued;
+  if (!state) {
+    auto s = issueOperandChunk(t, buffer, rowBlock, chunk, inWg, consumer, /*waitRead=*/-1);
+    if (failed(s))
+      return failure();
+    state = *s;
+  }
   auto viaTma = b.create<scf::IfOp>(loc, TypeRange{}, t.usable, /*withElse=*/true);
   {
     OpBuilder::InsertionGuard g(b);
@@ -433,27 +486,13 @@ LogicalResult KernelBuilder::loadOperandChunk(TmaParam &t, Value buffer, Value r
     Value isIssuer = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, inWg, i32(0));
     auto one = b.create<scf::IfOp>(loc, TypeRange{}, isIssuer, /*withElse=*/false);
     b.setInsertionPointToStart(one.thenBlock());
-    auto offsets = offsetScalars(t.operand.getOffsets());
-    if (failed(offsets))
-      return failure();
-    const size_t rank = offsets->size();
-    SmallVector<Value, 3> coords{
-        b.create<arith::AddIOp>(loc, (*offsets)[rank - 1], i32(chunk * 64)),
-        b.create<arith::AddIOp>(loc, (*offsets)[rank - 2], b.create<arith::MulIOp>(loc, rowBlock, i32(64)))};
-    if (rank == 3)
-      coords.push_back((*offsets)[0]);
-    // Rule O5: the arrival's state names the phase this load completes.
-    Value bar = operandBar(consumer);
-    Value state = ptx("mbarrier.arrive.expect_tx.shared::cta.b64 $0, [$1], " + std::to_string(kChunkBytes) + ";",
-                      "=l,r", {bar}, b.getI64Type());
-    b.create<hopper::TmaLoadOp>(loc, t.desc, coords, buffer, bar, Value(), kChunkBytes);
     spinWait(
         "",
         [](int n) {
           return "mbarrier.try_wait.shared::cta.b64 p, [$" + std::to_string(n) + "], $" + std::to_string(n + 1) +
                  ";\n";
         },
-        /*doneIfP=*/true, "r,l", {bar, state}, "operand chunk", consumer, i32(0));
+        /*doneIfP=*/true, "r,l", {operandBar(consumer), state}, "operand chunk", consumer, i32(0));
   }
   {
     OpBuilder::InsertionGuard g(b);
@@ -514,9 +553,19 @@ void KernelBuilder::consumerBarrier(Value consumer) {
                                    128);
 }
 
+Value KernelBuilder::stagingBuffer(Value consumer, Value sequence) {
+  return smemAddr(b.create<arith::AddIOp>(
+      loc, i32(stagingOff),
+      b.create<arith::MulIOp>(
+          loc, b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, consumer, i32(2)),
+                                       b.create<arith::AndIOp>(loc, sequence, i32(1))),
+          i32(kChunkBytes))));
+}
+
 LogicalResult KernelBuilder::stageChunk(TmaParam &t, Value acc, Value rowBlock, int64_t localRowBlock,
                                         int64_t chunk, Value inWg, Value consumer, Value sequence,
-                                        bool drainAll) {
+                                        bool drainAll, Value &pending,
+                                        std::optional<std::pair<Value, int64_t>> next) {
   StoreOp store = t.store;
   Type outTy = store.getRef().getType().getElementType();
   int64_t bytes = outTy.getIntOrFloatBitWidth() / 8;
@@ -524,12 +573,7 @@ LogicalResult KernelBuilder::stageChunk(TmaParam &t, Value acc, Value rowBlock, 
   Value warp = b.create<arith::DivUIOp>(loc, inWg, i32(32));
   Value lane = b.create<arith::RemUIOp>(loc, inWg, i32(32));
   Value isIssuer = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, inWg, i32(0));
-  Value buffer = smemAddr(b.create<arith::AddIOp>(
-      loc, i32(stagingOff),
-      b.create<arith::MulIOp>(
-          loc, b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, consumer, i32(2)),
-                                       b.create<arith::AndIOp>(loc, sequence, i32(1))),
-          i32(kChunkBytes))));
+  Value buffer = stagingBuffer(consumer, sequence);
   // Byte address of (row, 16-byte piece, byte) in the swizzled buffer.
   auto swizzled = [&](Value row, Value piece, Value byte) {
     Value phys = b.create<arith::XOrIOp>(loc, piece, b.create<arith::AndIOp>(loc, row, i32(7)));
@@ -555,8 +599,22 @@ LogicalResult KernelBuilder::stageChunk(TmaParam &t, Value acc, Value rowBlock, 
   for (TmaParam &o : tma)
     if (o.operand && o.perChunk && readsResultOf(store.getValue(), o.operand))
       chunkOperand = &o;
-  if (chunkOperand && failed(loadOperandChunk(*chunkOperand, buffer, rowBlock, chunk, inWg, consumer)))
-    return failure();
+  Value issued = pending;
+  pending = Value();
+  if (chunkOperand) {
+    if (failed(loadOperandChunk(*chunkOperand, buffer, rowBlock, chunk, inWg, consumer, issued)))
+      return failure();
+    // Rule O7: the next chunk's operand into the other buffer, while this
+    // chunk is evaluated and stored.
+    if (next) {
+      auto s = issueOperandChunk(*chunkOperand,
+                                 stagingBuffer(consumer, b.create<arith::AddIOp>(loc, sequence, i32(1))),
+                                 next->first, next->second, inWg, consumer, /*waitRead=*/0);
+      if (failed(s))
+        return failure();
+      pending = *s;
+    }
+  }
 
   // Fragment coordinates in the tile: register r of an m64nN accumulator is
   // row 16*warp + lane/4 + 8*(r%4/2), column 8*(r/4) + 2*(lane%4) + r%2.
@@ -743,6 +801,7 @@ LogicalResult KernelBuilder::emitConsumerEpilogue(ArrayRef<Value> accs, Value fi
     auto it = llvm::find_if(tma, [&](const TmaParam &t) { return t.store == store; });
     if (it != tma.end() && failed(storesTransposed(store)))  // a transposed store is never staged
       return failure();
+    Value pending;  // rule O7: a chunk's operand load issued by the chunk before it
     for (auto [i, acc] : llvm::enumerate(accs)) {
       Value rowBlock = b.create<arith::AddIOp>(loc, firstRowBlock, i32(i));
       if (it == tma.end()) {
@@ -752,12 +811,19 @@ LogicalResult KernelBuilder::emitConsumerEpilogue(ArrayRef<Value> accs, Value fi
         continue;
       }
       int64_t chunks = outBN * store.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8 / 128;
-      for (int64_t c = 0; c < chunks; ++c, ++q)
+      for (int64_t c = 0; c < chunks; ++c, ++q) {
+        // The store's next chunk of this tile, for rule 7's lookahead (O7).
+        std::optional<std::pair<Value, int64_t>> next;
+        if (c + 1 < chunks)
+          next = std::pair{rowBlock, c + 1};
+        else if (i + 1 < accs.size())
+          next = std::pair{Value(b.create<arith::AddIOp>(loc, firstRowBlock, i32(i + 1))), int64_t(0)};
         if (failed(stageChunk(*it, acc, rowBlock, i, c, inWg, consumer,
                               b.create<arith::AddIOp>(loc, sequence, i32(q)),
-                              /*drainAll=*/q == 0 && perTile % 2 == 1 &&
-                                  (clusterSize > 1 || workspace))))
+                              /*drainAll=*/q == 0 && perTile % 2 == 1 && (clusterSize > 1 || workspace),
+                              pending, next)))
           return failure();
+      }
     }
     return success();
   });

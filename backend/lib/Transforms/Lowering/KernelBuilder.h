@@ -329,8 +329,16 @@ private:
   /// staging buffer -> TMA store (or plain stores when the output breaks
   /// TMA's rules). `rowBlock` is the tile's 64-row block, `localRowBlock` its
   /// index among the consumer's own (which picks the operands' buffers).
+  /// Rule 7's lookahead: `pending` holds, on entry, the state of this
+  /// chunk's operand load when the previous chunk issued it (else null), and
+  /// on exit the state of the load of `next` (64-row block, chunk) that this
+  /// chunk issued into the other staging buffer (else null).
   LogicalResult stageChunk(TmaParam &t, Value acc, Value rowBlock, int64_t localRowBlock, int64_t chunk,
-                           Value inWg, Value consumer, Value sequence, bool drainAll);
+                           Value inWg, Value consumer, Value sequence, bool drainAll, Value &pending,
+                           std::optional<std::pair<Value, int64_t>> next);
+  /// Staging buffer of chunk `sequence` of consumer `consumer` (rule E1's
+  /// alternation).
+  Value stagingBuffer(Value consumer, Value sequence);
   /// The epilogue loads whose `hopper.prefetch` (tessel-lower-epilogue rules
   /// 6-8) is `path`, in the function's order.
   SmallVector<LoadOp> operandLoadsOn(StringRef path);
@@ -356,7 +364,13 @@ private:
   /// (TMA by thread 0, which waits for it; or copyChunkFromMemory), then the
   /// consumer's barrier.
   LogicalResult loadOperandChunk(TmaParam &t, Value buffer, Value rowBlock, int64_t chunk, Value inWg,
-                                 Value consumer);
+                                 Value consumer, Value issued);
+  /// Rule 7: thread 0 of the consumer, when the operand's tensor meets TMA's
+  /// rules, arrives on the operand barrier expecting one chunk and issues its
+  /// TMA load into `buffer`, after `cp.async.bulk.wait_group.read` of
+  /// `waitRead` (-1: none). Returns the arrival's state (0 elsewhere).
+  FailureOr<Value> issueOperandChunk(TmaParam &t, Value buffer, Value rowBlock, int64_t chunk, Value inWg,
+                                     Value consumer, int64_t waitRead);
   /// Shared address of chunk `chunk` (64 rows x 128 bytes) of local row
   /// block `localRowBlock` of consumer `consumer`'s rows of operand `t`.
   Value operandChunk(const TmaParam &t, Value consumer, int64_t localRowBlock, int64_t chunk);
