@@ -24,6 +24,8 @@
 #include "PtxEmitter.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -227,6 +229,53 @@ struct MBarrierWaitToPtx : OpRewritePattern<hopper::MBarrierWaitOp> {
   }
 };
 
+/// Without a result, ToPtx's fixed text; with one, the arrival's state (a
+/// constant byte count as an immediate).
+struct MBarrierArriveExpectTxToPtx : OpRewritePattern<hopper::MBarrierArriveExpectTxOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(hopper::MBarrierArriveExpectTxOp op, PatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    if (!op.getState()) {
+      emitPtx(b, loc, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r", op->getOperands());
+      b.eraseOp(op);
+      return success();
+    }
+    APInt bytes;
+    Value state =
+        matchPattern(op.getBytes(), m_ConstantInt(&bytes))
+            ? emitPtx(b, loc,
+                      "mbarrier.arrive.expect_tx.shared::cta.b64 $0, [$1], " + std::to_string(bytes.getSExtValue()) + ";",
+                      "=l,r", {op.getBar()}, b.getI64Type())
+            : emitPtx(b, loc, "mbarrier.arrive.expect_tx.shared::cta.b64 $0, [$1], $2;", "=l,r,r", op->getOperands(),
+                      b.getI64Type());
+    b.replaceOp(op, state);
+    return success();
+  }
+};
+
+struct MBarrierWaitStateToPtx : OpRewritePattern<hopper::MBarrierWaitStateOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(hopper::MBarrierWaitStateOp op, PatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    WaitReport report;
+    if (op.getBounded()) {
+      auto fn = op->getParentOfType<LLVM::LLVMFuncOp>();
+      report = {fn ? fn.getSymName() : StringRef("?"), op.getRing(),
+                b.create<NVVM::ThreadIdXOp>(loc, b.getI32Type()), op.getStage(),
+                b.create<arith::ConstantIntOp>(loc, b.getI32Type(), 0)};
+    }
+    emitSpinWait(
+        b, loc, "",
+        [](int n) {
+          return "mbarrier.try_wait.shared::cta.b64 p, [$" + std::to_string(n) + "], $" + std::to_string(n + 1) +
+                 ";\n";
+        },
+        /*doneIfP=*/true, "r,l", {op.getBar(), op.getState()}, op.getBounded(), report);
+    b.eraseOp(op);
+    return success();
+  }
+};
+
 struct TesselConvertHopperToNVVM
     : tessel::impl::TesselConvertHopperToNVVMBase<TesselConvertHopperToNVVM> {
   void runOnOperation() override {
@@ -234,8 +283,7 @@ struct TesselConvertHopperToNVVM
     RewritePatternSet patterns(ctx);
     patterns.add<ToPtx<hopper::MBarrierInitOp>>(ctx, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r");
     patterns.add<ToPtx<hopper::MBarrierArriveOp>>(ctx, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r");
-    patterns.add<ToPtx<hopper::MBarrierArriveExpectTxOp>>(
-        ctx, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r");
+    patterns.add<MBarrierArriveExpectTxToPtx, MBarrierWaitStateToPtx>(ctx);
     patterns.add<ToPtx<hopper::FenceMBarrierInitOp>>(ctx, "fence.mbarrier_init.release.cluster;", "");
     patterns.add<TmaLoadToPtx, TmaPrefetchToPtx, TmaStoreToPtx, MBarrierWaitToPtx, CpAsyncToPtx, LdMatrixToPtx,
                  MmaSyncToPtx>(ctx);

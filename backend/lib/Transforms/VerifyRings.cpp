@@ -15,7 +15,8 @@
 //      the producer waits for a release that comes after the data it has not
 //      loaded yet. (Not the epilogue operands' ring "operand": one barrier
 //      per consumer warpgroup, each loaded and waited on by its own consumer,
-//      released by nobody.)
+//      released by nobody; its chunk loads, tessel-lower-epilogue rule 7,
+//      wait with `mbarrier.wait_state` on their own arrival's state.)
 //  R4. A full ring (one that `arrive_expect_tx` arrives on) is initialised
 //      with an arrival count of 1: one expecting arrival per phase.
 //  R5. The bytes an `arrive_expect_tx` expects are the bytes the TMA loads
@@ -77,7 +78,7 @@ std::optional<int64_t> constantInt(Value v) {
 /// What one kernel does with one ring.
 struct RingUse {
   SmallVector<hopper::MBarrierInitOp> inits;
-  SmallVector<hopper::MBarrierWaitOp> waits;
+  SmallVector<Operation *> waits; ///< mbarrier.wait and mbarrier.wait_state
   int64_t arrivals = 0; ///< arrive / arrive_cluster / arrive_expect_tx ops
   bool expectsTx = false;
 };
@@ -113,6 +114,8 @@ LogicalResult verifyKernel(Operation *kernel) {
     if (auto i = dyn_cast<hopper::MBarrierInitOp>(op))
       rings[i.getRing()].inits.push_back(i);
     else if (auto w = dyn_cast<hopper::MBarrierWaitOp>(op))
+      rings[w.getRing()].waits.push_back(w);
+    else if (auto w = dyn_cast<hopper::MBarrierWaitStateOp>(op))
       rings[w.getRing()].waits.push_back(w);
     else if (auto a = dyn_cast<hopper::MBarrierArriveOp>(op))
       ++rings[a.getRing()].arrivals;

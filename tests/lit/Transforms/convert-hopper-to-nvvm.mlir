@@ -26,6 +26,21 @@ llvm.func @ring(%desc: !llvm.ptr, %bar: i32, %dst: i32, %x: i32, %mask: i16) {
   llvm.return
 }
 
+// An arrival that returns its state (a constant byte count as an immediate, a
+// computed one as an operand), and a wait on the state, not on a parity.
+// CHECK-LABEL: llvm.func @state
+// CHECK: %[[S:.*]] = llvm.inline_asm has_side_effects "mbarrier.arrive.expect_tx.shared::cta.b64 $0, [$1], 8192;", "=l,r,~{memory}" %arg0 : (i32) -> i64
+// CHECK: llvm.inline_asm has_side_effects "mbarrier.arrive.expect_tx.shared::cta.b64 $0, [$1], $2;", "=l,r,r,~{memory}" %arg0, %arg1 : (i32, i32) -> i64
+// CHECK: llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0AWAIT:\0Ambarrier.try_wait.shared::cta.b64 p, [$0], $1;\0A@!p bra WAIT;\0A}", "r,l,~{memory}" %arg0, %[[S]]
+// CHECK-NOT: hopper.
+llvm.func @state(%bar: i32, %x: i32) {
+  %bytes = arith.constant 8192 : i32
+  %st = hopper.mbarrier.arrive_expect_tx %bar, %bytes {ring = "operand"} -> i64
+  %st2 = hopper.mbarrier.arrive_expect_tx %bar, %x {ring = "operand"} -> i64
+  hopper.mbarrier.wait_state %bar, %st stage %x {ring = "operand"}
+  llvm.return
+}
+
 // A bounded wait (TESSEL_DEBUG): the timed loop, then the report and trap in an scf.if.
 // CHECK-LABEL: llvm.func @bounded
 // CHECK: %globaltimer

@@ -142,13 +142,13 @@ func.func @x_three_times(%X: !tessel.ref<1 x f32>, %Y: !tessel.ref<1 x f32>) att
 // (wait 0 in cooperative 128x192: an odd number of chunks per tile, rule E1)
 // CHUNK: hopper.tma.store.wait {{[01]}} read
 // CHUNK: hopper.named_barrier
-// CHUNK: mbarrier.arrive.expect_tx.shared::cta.b64 $0, [$1], 8192;
-// CHUNK-NEXT: hopper.tma.load %{{.*}}[%{{.*}}, %{{.*}}] -> %[[BUF:.*]], %{{.*}} bytes 8192 : !llvm.ptr
-// CHUNK: mbarrier.try_wait.shared::cta.b64 p, [$0], $1;
+// CHUNK: %[[ST:.*]] = hopper.mbarrier.arrive_expect_tx %[[BAR:.*]], %{{.*}} {ring = "operand"} -> i64
+// CHUNK-NEXT: hopper.tma.load %{{.*}}[%{{.*}}, %{{.*}}] -> %{{.*}}, %[[BAR]] bytes 8192 : !llvm.ptr
+// CHUNK: hopper.mbarrier.wait_state %{{.*}}, %{{.*}} stage %{{.*}} {ring = "operand"}
 // CHUNK: hopper.named_barrier
 // The next chunk's load into the other buffer before this chunk's math (rule O7).
 // CHUNK: hopper.tma.store.wait 0 read
-// CHUNK: mbarrier.arrive.expect_tx.shared::cta.b64 $0, [$1], 8192;
+// CHUNK: hopper.mbarrier.arrive_expect_tx %{{.*}}, %{{.*}} {ring = "operand"} -> i64
 // CHUNK: hopper.tma.load
 // CHUNK: hopper.ldmatrix
 // CHUNK: hopper.stmatrix

@@ -136,3 +136,42 @@ llvm.func @empty_count(%bar: i32, %x: i32) attributes {tessel.ring_arrivals = {e
   hopper.mbarrier.wait %bar, %x stage %x {ring = "empty"}
   llvm.return
 }
+
+// -----
+
+// The epilogue operand chunks (tessel-lower-epilogue rule 7): an arrival that
+// returns its state, one 8 KiB chunk, a wait on that state. One barrier per
+// consumer (R3 exempt).
+// CHECK-LABEL: llvm.func @operand_chunk
+llvm.func @operand_chunk(%c: !llvm.ptr, %bar: i32, %x: i32) {
+  %c1 = arith.constant 1 : i32
+  %bytes = arith.constant 8192 : i32
+  hopper.mbarrier.init %bar, %c1 {ring = "operand"}
+  %st = hopper.mbarrier.arrive_expect_tx %bar, %bytes {ring = "operand"} -> i64
+  hopper.tma.load %c[%x, %x] -> %x, %bar bytes 8192 : !llvm.ptr
+  hopper.mbarrier.wait_state %bar, %st stage %x {ring = "operand"}
+  llvm.return
+}
+
+// -----
+
+// R5 on an operand chunk: 8 KiB expected, 16 KiB delivered.
+llvm.func @operand_chunk_bytes(%c: !llvm.ptr, %bar: i32, %x: i32) {
+  %c1 = arith.constant 1 : i32
+  %bytes = arith.constant 8192 : i32
+  hopper.mbarrier.init %bar, %c1 {ring = "operand"}
+  // expected-error @+1 {{ring 'operand': arrive_expect_tx expects 8192 bytes but the TMA loads completing on this barrier deliver 16384 (rule R5: the phase would never complete or would complete early)}}
+  %st = hopper.mbarrier.arrive_expect_tx %bar, %bytes {ring = "operand"} -> i64
+  hopper.tma.load %c[%x, %x] -> %x, %bar bytes 16384 : !llvm.ptr
+  hopper.mbarrier.wait_state %bar, %st stage %x {ring = "operand"}
+  llvm.return
+}
+
+// -----
+
+// R1 seen through a wait on a state.
+llvm.func @operand_chunk_uninitialised(%bar: i32, %st: i64, %x: i32) {
+  // expected-error @+1 {{ring 'operand' is waited on but never initialised (rule R1: mbarrier.init before any wait)}}
+  hopper.mbarrier.wait_state %bar, %st stage %x {ring = "operand"}
+  llvm.return
+}

@@ -265,15 +265,15 @@ LogicalResult KernelBuilder::prefetchEpilogueOperands() {
 // "tma_chunk", pingpong) goes through the staging buffer of each chunk of the
 // store that reads it, per chunk (stageChunk):
 //   wg:              (rule E1's wait and bar.sync: the buffer is free)
-//   thread 0 of wg:  %st = mbarrier.arrive.expect_tx [opbar_c], 8192
-//                    hopper.tma.load %descC0[%n + 64 j, %m + 64 i] -> buffer, opbar_c
+//   thread 0 of wg:  %st = hopper.mbarrier.arrive_expect_tx %opbar_c, 8192 -> i64
+//                    hopper.tma.load %descC0[%n + 64 j, %m + 64 i] -> buffer, %opbar_c
 //                      (only for a tile's first chunk: the others' loads were
 //                       issued by the chunk before, O7)
-//                    mbarrier.try_wait [opbar_c], %st (spins)
+//                    hopper.mbarrier.wait_state %opbar_c, %st
 //   wg:              bar.sync 1+consumer, 128
-//   thread 0 of wg:  cp.async.bulk.wait_group.read 0
-//                    %st' = mbarrier.arrive.expect_tx [opbar_c], 8192
-//                    hopper.tma.load (the next chunk) -> the other buffer, opbar_c
+//   thread 0 of wg:  hopper.tma.store.wait 0 read
+//                    %st' = hopper.mbarrier.arrive_expect_tx %opbar_c, 8192 -> i64
+//                    hopper.tma.load (the next chunk) -> the other buffer, %opbar_c
 //   all:             ldmatrix of the operand, the epilogue, stmatrix of the
 //                    result into the same buffer, fence.proxy.async, ... (E2)
 //   O4. The load overwrites the buffer only after rule E1's barrier: the TMA
@@ -463,8 +463,9 @@ FailureOr<Value> KernelBuilder::issueOperandChunk(TmaParam &t, Value buffer, Val
     coords.push_back((*offsets)[0]);
   // Rule O5: the arrival's state names the phase this load completes.
   Value bar = operandBar(consumer);
-  Value state = ptx("mbarrier.arrive.expect_tx.shared::cta.b64 $0, [$1], " + std::to_string(kChunkBytes) + ";",
-                    "=l,r", {bar}, b.getI64Type());
+  Value state = b.create<hopper::MBarrierArriveExpectTxOp>(loc, b.getI64Type(), bar, i32(kChunkBytes),
+                                                           b.getStringAttr("operand"), IntegerAttr())
+                    .getState();
   b.create<hopper::TmaLoadOp>(loc, t.desc, coords, buffer, bar, Value(), kChunkBytes);
   b.create<scf::YieldOp>(loc, ValueRange{state});
   return one.getResult(0);
@@ -486,13 +487,8 @@ LogicalResult KernelBuilder::loadOperandChunk(TmaParam &t, Value buffer, Value r
     Value isIssuer = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, inWg, i32(0));
     auto one = b.create<scf::IfOp>(loc, TypeRange{}, isIssuer, /*withElse=*/false);
     b.setInsertionPointToStart(one.thenBlock());
-    spinWait(
-        "",
-        [](int n) {
-          return "mbarrier.try_wait.shared::cta.b64 p, [$" + std::to_string(n) + "], $" + std::to_string(n + 1) +
-                 ";\n";
-        },
-        /*doneIfP=*/true, "r,l", {operandBar(consumer), state}, "operand chunk", consumer, i32(0));
+    b.create<hopper::MBarrierWaitStateOp>(loc, operandBar(consumer), state, consumer, b.getStringAttr("operand"),
+                                          boundedWaits);
   }
   {
     OpBuilder::InsertionGuard g(b);

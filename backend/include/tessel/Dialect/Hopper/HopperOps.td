@@ -76,14 +76,51 @@ def Hopper_MBarrierArriveExpectTxOp : Hopper_Op<"mbarrier.arrive_expect_tx"> {
     `max_bytes` says what the unclipped boxes deliver, which is what
     tessel-verify-rings checks (rule R5).
 
+    With a result, the op returns the arrival's state, which names the phase
+    it arrived on; `hopper.mbarrier.wait_state` waits for that phase without
+    a phase count (the epilogue operand chunks of tessel-lower-epilogue rule
+    7, whose number per tile varies).
+
     ```mlir
     hopper.mbarrier.arrive_expect_tx %full, %c32768 {ring = "full"}
     hopper.mbarrier.arrive_expect_tx %full, %bytes {max_bytes = 24576 : i64, ring = "full"}
+    %st = hopper.mbarrier.arrive_expect_tx %opbar, %c8192 {ring = "operand"} -> i64
     ```
-    PTX: `mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], bytes;`
+    PTX: `mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], bytes;` (with a
+    result: `mbarrier.arrive.expect_tx.shared::cta.b64 st, [bar], bytes;`, a
+    constant `bytes` as an immediate)
   }];
   let arguments = (ins I32:$bar, I32:$bytes, StrAttr:$ring, OptionalAttr<I64Attr>:$max_bytes);
-  let assemblyFormat = "$bar `,` $bytes attr-dict";
+  let results = (outs Optional<I64>:$state);
+  let assemblyFormat = "$bar `,` $bytes attr-dict (`->` type($state)^)?";
+  let builders = [
+    // Without a result (the rings' full barriers).
+    OpBuilder<(ins "Value":$bar, "Value":$bytes, "StringAttr":$ring, "IntegerAttr":$max_bytes), [{
+      build($_builder, $_state, Type(), bar, bytes, ring, max_bytes);
+    }]>
+  ];
+}
+
+def Hopper_MBarrierWaitStateOp : Hopper_Op<"mbarrier.wait_state"> {
+  let summary = "wait until the phase an arrival's `state` names has completed";
+  let description = [{
+    Spins on `mbarrier.try_wait` with the state an arrival returned
+    (`hopper.mbarrier.arrive_expect_tx ... -> i64`): no parity to keep, so a
+    thread can wait for its own arrival's phase however many phases came
+    before. `ring` names the barrier's ring and `stage` is a number for
+    messages (the consumer warpgroup). `bounded` as for `hopper.mbarrier.wait`.
+
+    ```mlir
+    hopper.mbarrier.wait_state %opbar, %st stage %c {ring = "operand"}
+    ```
+    PTX:
+    ```
+    WAIT: mbarrier.try_wait.shared::cta.b64 p, [bar], st;
+          @!p bra WAIT;
+    ```
+  }];
+  let arguments = (ins I32:$bar, I64:$state, I32:$stage, StrAttr:$ring, UnitAttr:$bounded);
+  let assemblyFormat = "$bar `,` $state `stage` $stage attr-dict";
 }
 
 def Hopper_MBarrierWaitOp : Hopper_Op<"mbarrier.wait"> {
