@@ -68,7 +68,7 @@ LogicalResult allocate(plan::ScheduledGemm &g) {
       auto path = load->getAttrOfType<StringAttr>("hopper.prefetch");
       if (path && path.getValue() == "tma_smem")
         operandBytes += epilogueOperandBytes(
-            g.kind(), g.sched.getTile(), load.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8);
+            g.kind(), g.sched.getTile(), load.getRef().getType().getElementBytes());
       chunkOperand |= path && path.getValue() == "tma_chunk";
     }
   SharedMemoryMap smem = planSharedMemory(g.kind(), g.match.ringTile(), g.eltBytes(), ring->getStages(),

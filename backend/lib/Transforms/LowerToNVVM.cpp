@@ -631,7 +631,7 @@ LogicalResult KernelBuilder::buildSignature() {
     // Staged outputs: one 64-row x 128-byte box, 128B swizzle.
     for (StoreOp store : stagedStores()) {
       unsigned arg = cast<BlockArgument>(store.getRef()).getArgNumber();
-      int64_t bytes = store.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8;
+      int64_t bytes = store.getRef().getType().getElementBytes();
       tma.push_back({arg, {128 / bytes, 64}, {}, store});
     }
     // Prefetched epilogue operands: the whole BM x BN tile as one box, no
@@ -651,7 +651,7 @@ LogicalResult KernelBuilder::buildSignature() {
     if (chunked)
       operandLoads.push_back(chunked);
     for (LoadOp load : operandLoads) {
-      int64_t bytes = load.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8;
+      int64_t bytes = load.getRef().getType().getElementBytes();
       TmaParam t{cast<BlockArgument>(load.getRef()).getArgNumber(), {128 / bytes, 64}, {}};
       t.operand = load;
       t.perChunk = load == chunked;
@@ -1124,7 +1124,7 @@ LogicalResult KernelBuilder::readPlan() {
   int64_t epilogueOperands = 0;
   for (LoadOp load : stagedOperandLoads())
     epilogueOperands += epilogueOperandBytes(
-        sched.getKind(), sched.getTile(), load.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8);
+        sched.getKind(), sched.getTile(), load.getRef().getType().getElementBytes());
   const bool chunkOperand = bool(chunkOperandLoad());
   const SharedMemoryMap smem = planSharedMemory(sched.getKind(), gemm->ringTile(), operandBytes,
                                                 ringOp.getStages(), epilogueOperands, chunkOperand);

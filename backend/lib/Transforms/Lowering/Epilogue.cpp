@@ -305,7 +305,7 @@ Value KernelBuilder::operandChunk(const TmaParam &t, Value consumer, int64_t loc
   // The operands' regions follow each other in the loads' order.
   int64_t base = operandsOff;
   auto bytesOf = [](LoadOp load) {
-    return static_cast<int64_t>(load.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8);
+    return load.getRef().getType().getElementBytes();
   };
   for (const TmaParam &o : tma) {
     if (!o.operand || o.perChunk)
@@ -348,7 +348,7 @@ LogicalResult KernelBuilder::issueOperandLoads(Value consumer, Value firstRowBlo
   for (TmaParam &t : tma) {
     if (!t.operand || t.perChunk)
       continue;
-    int64_t consumerBytes = rowBlocks * outBN * t.operand.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8 * 64;
+    int64_t consumerBytes = rowBlocks * outBN * t.operand.getRef().getType().getElementBytes() * 64;
     maxBytes += consumerBytes;
     bytes = b.create<arith::AddIOp>(loc, bytes, b.create<arith::SelectOp>(loc, t.usable, i32(consumerBytes), i32(0)));
   }
@@ -361,7 +361,7 @@ LogicalResult KernelBuilder::issueOperandLoads(Value consumer, Value firstRowBlo
     if (failed(offsets))
       return failure();
     const size_t rank = offsets->size();
-    const int64_t cols = 128 / (t.operand.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8);
+    const int64_t cols = 128 / t.operand.getRef().getType().getElementBytes();
     auto ifUsable = b.create<scf::IfOp>(loc, TypeRange{}, t.usable, /*withElse=*/false);
     OpBuilder::InsertionGuard g2(b);
     b.setInsertionPointToStart(ifUsable.thenBlock());
@@ -390,7 +390,7 @@ void KernelBuilder::waitOperandLoads(Value consumer, Value local) {
 
 LogicalResult KernelBuilder::copyChunkFromMemory(LoadOp load, Value buffer, Value rowBlock, int64_t chunk,
                                                 Value inWg) {
-  const int64_t bytes = load.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8;
+  const int64_t bytes = load.getRef().getType().getElementBytes();
   const int64_t cols = 128 / bytes;
   // Thread i copies column i % cols of rows i / cols + k (128 / cols), as
   // stageChunk's fallback stores them.
@@ -420,7 +420,7 @@ LogicalResult KernelBuilder::fillOperandsFromMemory(Value consumer, Value firstR
   for (TmaParam &t : tma) {
     if (!t.operand || t.perChunk)
       continue;
-    const int64_t cols = 128 / (t.operand.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8);
+    const int64_t cols = 128 / t.operand.getRef().getType().getElementBytes();
     Value unusable = b.create<arith::XOrIOp>(loc, t.usable, b.create<arith::ConstantIntOp>(loc, b.getI1Type(), 1));
     auto ifNot = b.create<scf::IfOp>(loc, TypeRange{}, unusable, /*withElse=*/false);
     OpBuilder::InsertionGuard g(b);
@@ -777,8 +777,7 @@ LogicalResult KernelBuilder::emitConsumerEpilogue(ArrayRef<Value> accs, Value fi
   // across tiles (rule E1 relies on strict alternation).
   int64_t perTile = 0;
   for (StoreOp s : staged)
-    perTile += accs.size() * outBN * s.getRef().getType().getElementType().getIntOrFloatBitWidth() /
-               8 / 128;
+    perTile += accs.size() * outBN * s.getRef().getType().getElementBytes() / 128;
   Value sequence = b.create<arith::MulIOp>(loc, tileIter, i32(perTile));
   const bool operands = !stagedOperandLoads().empty();
   if (operands && failed(fillOperandsFromMemory(consumer, firstRowBlock, inWg)))
@@ -806,7 +805,7 @@ LogicalResult KernelBuilder::emitConsumerEpilogue(ArrayRef<Value> accs, Value fi
           return failure();
         continue;
       }
-      int64_t chunks = outBN * store.getRef().getType().getElementType().getIntOrFloatBitWidth() / 8 / 128;
+      int64_t chunks = outBN * store.getRef().getType().getElementBytes() / 128;
       for (int64_t c = 0; c < chunks; ++c, ++q) {
         // The store's next chunk of this tile, for rule 7's lookahead (O7).
         std::optional<std::pair<Value, int64_t>> next;

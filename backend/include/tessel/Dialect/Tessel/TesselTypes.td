@@ -24,6 +24,10 @@ def Tessel_RefType : TypeDef<Tessel_Dialect, "Ref"> {
   let parameters = (ins "unsigned":$rank, "::mlir::Type":$elementType);
   let assemblyFormat = "`<` $rank `x` $elementType `>`";
   let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Bytes of one element (fp8: 1, bf16 / f16: 2, f32 / i32: 4; i1: 0).
+    int64_t getElementBytes() const { return getElementType().getIntOrFloatBitWidth() / 8; }
+  }];
 }
 
 def Tessel_ScheduleKind : I32EnumAttr<"ScheduleKind", "GEMM kernel schedule", [
