@@ -12,6 +12,10 @@
 //     not a multiple of BK) against silu(g) u in double: |H - h| <= 2^-8 |h| + 1e-5 (|u| sum|a w1|
 //     + |g| sum|a w3|) + 1e-6.
 //   * NMajorWeights: W1 and W3 stored K x N (unit stride along N), the same bound.
+//   * ResidualThroughSharedMemory: H = bf16(silu(g) u + R) with an M x N bf16 residual, which the
+//     warp-specialized schedules read through shared memory (chunk by chunk beside the dual
+//     ring: tessel-lower-epilogue rule 7), also from rows TMA cannot describe (N + 1 elements);
+//     the bound above plus R's share of the rounding.
 // Every output is NaN-poisoned inside a sentinel-filled buffer (tessel_bench::guarded_output):
 // every element must be written and nothing around it may change.
 #include <gtest/gtest.h>
@@ -221,6 +225,56 @@ TEST_P(DualGemm, NMajorWeights) {
   tb::guard_report rep = H.check();
   EXPECT_TRUE(rep.ok()) << label(c) << ": " << rep.str();
   EXPECT_EQ(check_h(H, r, M, N, label(c)), 0);
+}
+
+TEST_P(DualGemm, ResidualThroughSharedMemory) {
+  TESSEL_REQUIRE_GPU();
+  const config& c = GetParam();
+  const ts::kernel& k = compiled<tessel_test::swiglu_residual>(c, "swiglu_residual");
+  // The path under test: R through shared memory wherever the schedule has consumer warpgroups
+  // (chunk by chunk for 128 x 128 beside the dual ring, whole tiles for pingpong's 64 x 128).
+  const std::string epi = k.stage("lower-epilogue");
+  if (c.options.schedule != ts::schedule::tma)
+    EXPECT_TRUE(epi.find("tma_chunk") != std::string::npos || epi.find("tma_smem") != std::string::npos)
+        << label(c);
+  const std::int64_t M = 448, N = 392, K = 456;
+  inputs in(M, N, K, /*exact=*/false, 13);
+  reference r(in, M, N, K, K, 1);
+  // R in rows of ldr elements: padded (TMA loads it), then N + 1 (610 bytes, not a multiple of 16:
+  // the consumers' bounds-checked copies into the same buffers).
+  for (const std::int64_t ldr : {tb::padded_ld(N, 2), N + 1}) {
+    const std::string what = label(c) + " ldr " + std::to_string(ldr);
+    std::vector<std::uint16_t> rh(M * ldr, 0);
+    std::mt19937 rng(std::uint32_t(17 + ldr));
+    std::uniform_real_distribution<float> unit(-1.f, 1.f);
+    for (std::int64_t m = 0; m < M; ++m)
+      for (std::int64_t n = 0; n < N; ++n) rh[m * ldr + n] = tb::float_to_bf16(unit(rng));
+    tb::device_buffer dr(M * ldr * 2);
+    ASSERT_EQ(cudaMemcpy(dr.get(), rh.data(), rh.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+    tb::guarded_output H(tb::guarded_matrix(M, N, tb::padded_ld(N, 2), 2));
+    H.reset();
+    k.launch(nullptr, grid_for(c, M, N), ts::view<ts::bf16>(in.da.get(), {M, K}),
+             ts::view<ts::bf16>(in.dw1.get(), {N, K}), ts::view<ts::bf16>(in.dw3.get(), {N, K}),
+             ts::view<ts::bf16>(dr.get(), {M, N}, {ldr, 1}),
+             ts::view<ts::bf16>(H.data(), {M, N}, {H.layout().row_stride, 1}));
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
+    tb::guard_report rep = H.check();
+    EXPECT_TRUE(rep.ok()) << what << ": " << rep.str();
+    std::int64_t bad = 0;
+    for (std::int64_t m = 0; m < M; ++m)
+      for (std::int64_t n = 0; n < N; ++n) {
+        const std::int64_t i = m * N + n;
+        const double rv = tb::bf16_to_float(rh[m * ldr + n]);
+        const double want = r.h(i) + rv;
+        // r.tol(i) bounds H's rounding and error for h; adding R widens the rounding by |R| 2^-8.
+        const double tol = r.tol(i) + std::ldexp(std::fabs(rv), -8);
+        const double got = tb::bf16_to_float(std::uint16_t(H.bits(0, m, n)));
+        if (!(std::fabs(got - want) <= tol) && bad++ < 5)
+          ADD_FAILURE() << what << ": H(" << m << ", " << n << ") = " << got << ", want " << want << " (tolerance "
+                        << tol << ")";
+      }
+    EXPECT_EQ(bad, 0) << what << ": " << bad << " elements differ";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Schedules, DualGemm, ::testing::ValuesIn(kConfigs),

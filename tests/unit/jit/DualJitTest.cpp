@@ -98,6 +98,39 @@ TEST_F(DualJit, EveryEpilogueOutputAndNMajorWeights) {
   EXPECT_THAT(nm.stage("insert-async-copies"), HasSubstr("mn_major"));
 }
 
+TEST_F(DualJit, AResidualGoesThroughSharedMemory) {
+  // tessel-lower-epilogue rules 6 and 7 beside two accumulators: cooperative and warp_specialized
+  // 128 x 128 chunk by chunk (the dual ring leaves no room for whole tiles), pingpong 64 x 128 in
+  // whole tiles; tma reads R from memory.
+  // (The GPU test, DualGemm.ResidualThroughSharedMemory, runs every configuration below.)
+  const struct {
+    const char* name;
+    ts::options options;
+    int bm;
+    const char* path;
+  } cases[] = {
+      {"cooperative", {.schedule = ts::schedule::cooperative}, 128, "tma_chunk"},
+      {"cooperative data-parallel",
+       {.schedule = ts::schedule::cooperative, .decomposition = ts::decomposition::data_parallel}, 128, "tma_chunk"},
+      {"cooperative 2x1", {.schedule = ts::schedule::cooperative, .cluster = {2, 1}}, 128, "tma_chunk"},
+      {"cooperative 1x2", {.schedule = ts::schedule::cooperative, .cluster = {1, 2}}, 128, "tma_chunk"},
+      {"cooperative swizzle 64", {.schedule = ts::schedule::cooperative, .swizzle = 64}, 128, "tma_chunk"},
+      {"warp_specialized", {.schedule = ts::schedule::warp_specialized}, 128, "tma_chunk"},
+      {"pingpong", {.schedule = ts::schedule::pingpong}, 64, "tma_smem"},
+      {"pingpong data-parallel",
+       {.schedule = ts::schedule::pingpong, .decomposition = ts::decomposition::data_parallel}, 64, "tma_smem"}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    ts::kernel k = c.bm == 64 ? ts::jit(tessel_test::swiglu_residual<64, 128>{}, c.options)
+                              : ts::jit(tessel_test::swiglu_residual<128, 128>{}, c.options);
+    expectDual(k, 256);
+    EXPECT_THAT(k.stage("lower-epilogue"), HasSubstr(std::string("{hopper.prefetch = \"") + c.path + "\"}"));
+    EXPECT_THAT(k.stage("ptx"), HasSubstr("ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
+  }
+  ts::kernel tma = ts::jit(tessel_test::swiglu_residual<128, 128>{}, {.schedule = ts::schedule::tma});
+  EXPECT_THAT(tma.stage("lower-epilogue"), Not(HasSubstr("hopper.prefetch")));
+}
+
 TEST_F(DualJit, SchedulesThatCannotHoldTwoAccumulators) {
   EXPECT_THAT(jit_error(tessel_test::swiglu<128, 128>{}, {.schedule = ts::schedule::multistage}),
               HasSubstr("error: schedule 'multistage' cannot hold the two accumulators of a dual GEMM: use "
