@@ -20,6 +20,17 @@ llvm.func @ops(%desc: !llvm.ptr, %bar: i32, %dst: i32, %x: i32, %mask: i16) {
   llvm.return
 }
 
+// An arrival that returns its state, and a wait on that state (the epilogue
+// operand chunks of tessel-lower-epilogue rule 7).
+// CHECK-LABEL: llvm.func @state
+// CHECK: %[[S:.*]] = hopper.mbarrier.arrive_expect_tx %arg0, %arg1 {ring = "operand"} -> i64
+// CHECK: hopper.mbarrier.wait_state %arg0, %[[S]] stage %arg1 {bounded, ring = "operand"}
+llvm.func @state(%bar: i32, %x: i32) {
+  %st = hopper.mbarrier.arrive_expect_tx %bar, %x {ring = "operand"} -> i64
+  hopper.mbarrier.wait_state %bar, %st stage %x {bounded, ring = "operand"}
+  llvm.return
+}
+
 // The warp-specialized roles and the TMA-store epilogue.
 // CHECK-LABEL: llvm.func @roles
 // CHECK: hopper.setmaxnreg decrease to 40

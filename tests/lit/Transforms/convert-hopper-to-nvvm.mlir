@@ -52,6 +52,18 @@ llvm.func @bounded(%bar: i32, %x: i32) {
   llvm.return
 }
 
+// The same for a wait on an arrival's state.
+// CHECK-LABEL: llvm.func @bounded_state
+// CHECK: mbarrier.try_wait.shared::cta.b64
+// CHECK: %globaltimer
+// CHECK: scf.if
+// CHECK: llvm.call @vprintf
+// CHECK: "trap;"
+llvm.func @bounded_state(%bar: i32, %st: i64, %x: i32) {
+  hopper.mbarrier.wait_state %bar, %st stage %x {bounded, ring = "operand"}
+  llvm.return
+}
+
 
 // CHECK-LABEL: llvm.func @roles
 // CHECK: "setmaxnreg.dec.sync.aligned.u32 40;", "~{memory}"
