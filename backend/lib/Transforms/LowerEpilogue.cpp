@@ -57,22 +57,23 @@
 //      one in a kernel without rule 6's operands, whose per-tile phases it
 //      would break; read only by stores of 16-bit elements through staging
 //      buffers; its barrier fits beside the ring: 128x192 tiles' C0, and
-//      cooperative 256x128's): chunk by chunk, through the store's own
+//      cooperative 128x256 and 256x128's): chunk by chunk, through the store's own
 //      staging buffer. Before it evaluates a chunk, the consumer's thread 0
 //      loads the operand's 64 x 128-byte chunk into the staging buffer the
 //      chunk is stored from, with TMA, and waits; the epilogue reads it with
 //      ldmatrix and writes the result over it with stmatrix (each warp reads
 //      and writes only its own 16 rows). The producer prefetches the tile's
 //      chunks into L2 (as rule 8), so that the loads hit L2. The load's
-//      latency is exposed once per chunk: pingpong overlaps it with the other
-//      consumer's mainloop; in cooperative and warp_specialized, whose
-//      epilogues run alone, the next chunk's load is issued before this
-//      chunk's math (Epilogue.cpp rule O7), and it costs much less than rule
-//      8's element loads (docs/benchmarks.md runs 114-115, H100: cooperative
+//      latency is exposed once per tile (a chunk's load issues the next one
+//      before its math, Epilogue.cpp rule O7): pingpong overlaps the epilogue
+//      with the other consumer's mainloop; in cooperative and
+//      warp_specialized, whose epilogues run alone, it costs much less than
+//      rule 8's element loads (docs/benchmarks.md runs 114-115, H100: cooperative
 //      128x256 alpha/beta at 4096x14336x4096 +2.4..4.8% over its plain GEMM,
 //      from +11..12% through L2).
-//   8. "tma_l2" (the others: 32-bit operands, a second operand beside rule
-//      7's, rule 6's that do not fit): the producer, whose warp
+//   8. "tma_l2" (the others: 32-bit operands, and 16-bit ones rule 7 cannot
+//      take: a second one beside rule 7's, one read by a store that is not
+//      staged in 16 bits): the producer, whose warp
 //      is idle once a tile's loads are issued, prefetches the tile into L2
 //      with one TMA box (cp.async.bulk.prefetch.tensor) right after it issued
 //      the tile's last k-stage, a few k-steps before the tile's epilogue,
