@@ -64,8 +64,9 @@
 //      ldmatrix and writes the result over it with stmatrix (each warp reads
 //      and writes only its own 16 rows). The producer prefetches the tile's
 //      chunks into L2 (as rule 8), so that the loads hit L2. The load's
-//      latency is exposed once per tile (a chunk's load issues the next one
-//      before its math, Epilogue.cpp rule O7): pingpong overlaps the epilogue
+//      latency is exposed in full for a tile's first chunk, in part for the
+//      others (each chunk issues the next one's load before its math,
+//      Epilogue.cpp rule O7): pingpong overlaps the epilogue
 //      with the other consumer's mainloop; in cooperative and
 //      warp_specialized, whose epilogues run alone, it costs much less than
 //      rule 8's element loads (docs/benchmarks.md runs 114-115, H100: cooperative
