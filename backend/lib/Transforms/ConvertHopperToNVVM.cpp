@@ -206,24 +206,33 @@ struct TmaStoreToPtx : OpRewritePattern<hopper::TmaStoreOp> {
   }
 };
 
+/// The spin of an mbarrier wait: `tryWait` (with `bar` as $n, `phase` as $n+1)
+/// until it says the phase completed; bounded (TESSEL_DEBUG), the report names
+/// the ring, the stage and `reported` as the parity.
+static void emitMBarrierSpin(PatternRewriter &b, Operation *op, StringRef tryWait, StringRef constraints,
+                             Value bar, Value phase, bool bounded, StringRef ring, Value stage,
+                             function_ref<Value()> reported) {
+  Location loc = op->getLoc();
+  WaitReport report;
+  if (bounded) {
+    auto fn = op->getParentOfType<LLVM::LLVMFuncOp>();
+    report = {fn ? fn.getSymName() : StringRef("?"), ring, b.create<NVVM::ThreadIdXOp>(loc, b.getI32Type()), stage,
+              reported()};
+  }
+  // try_wait itself suspends the thread for a while in hardware.
+  emitSpinWait(
+      b, loc, "",
+      [t = tryWait.str()](int n) {
+        return t + " p, [$" + std::to_string(n) + "], $" + std::to_string(n + 1) + ";\n";
+      },
+      /*doneIfP=*/true, constraints, {bar, phase}, bounded, report);
+}
+
 struct MBarrierWaitToPtx : OpRewritePattern<hopper::MBarrierWaitOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(hopper::MBarrierWaitOp op, PatternRewriter &b) const override {
-    Location loc = op.getLoc();
-    WaitReport report;
-    if (op.getBounded()) {
-      auto fn = op->getParentOfType<LLVM::LLVMFuncOp>();
-      report = {fn ? fn.getSymName() : StringRef("?"), op.getRing(),
-                b.create<NVVM::ThreadIdXOp>(loc, b.getI32Type()), op.getStage(), op.getParity()};
-    }
-    // try_wait.parity itself suspends the thread for a while in hardware.
-    emitSpinWait(
-        b, loc, "",
-        [](int n) {
-          return "mbarrier.try_wait.parity.shared::cta.b64 p, [$" + std::to_string(n) + "], $" +
-                 std::to_string(n + 1) + ";\n";
-        },
-        /*doneIfP=*/true, "r,r", {op.getBar(), op.getParity()}, op.getBounded(), report);
+    emitMBarrierSpin(b, op, "mbarrier.try_wait.parity.shared::cta.b64", "r,r", op.getBar(), op.getParity(),
+                     op.getBounded(), op.getRing(), op.getStage(), [&] { return op.getParity(); });
     b.eraseOp(op);
     return success();
   }
@@ -256,21 +265,10 @@ struct MBarrierArriveExpectTxToPtx : OpRewritePattern<hopper::MBarrierArriveExpe
 struct MBarrierWaitStateToPtx : OpRewritePattern<hopper::MBarrierWaitStateOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(hopper::MBarrierWaitStateOp op, PatternRewriter &b) const override {
-    Location loc = op.getLoc();
-    WaitReport report;
-    if (op.getBounded()) {
-      auto fn = op->getParentOfType<LLVM::LLVMFuncOp>();
-      report = {fn ? fn.getSymName() : StringRef("?"), op.getRing(),
-                b.create<NVVM::ThreadIdXOp>(loc, b.getI32Type()), op.getStage(),
-                b.create<arith::ConstantIntOp>(loc, b.getI32Type(), 0)};
-    }
-    emitSpinWait(
-        b, loc, "",
-        [](int n) {
-          return "mbarrier.try_wait.shared::cta.b64 p, [$" + std::to_string(n) + "], $" + std::to_string(n + 1) +
-                 ";\n";
-        },
-        /*doneIfP=*/true, "r,l", {op.getBar(), op.getState()}, op.getBounded(), report);
+    // A state names its phase; the report shows parity 0.
+    emitMBarrierSpin(b, op, "mbarrier.try_wait.shared::cta.b64", "r,l", op.getBar(), op.getState(), op.getBounded(),
+                     op.getRing(), op.getStage(),
+                     [&] { return b.create<arith::ConstantIntOp>(op.getLoc(), b.getI32Type(), 0).getResult(); });
     b.eraseOp(op);
     return success();
   }

@@ -186,27 +186,13 @@ SmallVector<LoadOp> KernelBuilder::prefetchedLoads() { return operandLoadsOn("tm
 
 LogicalResult KernelBuilder::prefetchEpilogueOperands() {
   for (TmaParam &t : tma) {
-    // The operand of tessel-lower-epilogue rule 7 too: its 64 x 128-byte
-    // chunks, which the consumer then loads one by one into the staging
-    // buffers (from L2).
-    if (t.operand && t.perChunk) {
-      auto offsets = offsetScalars(t.operand.getOffsets());
-      if (failed(offsets))
-        return failure();
-      auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, t.usable, /*withElse=*/false);
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(ifOp.thenBlock());
-      const size_t rank = offsets->size();
-      for (int64_t i = 0; i < BM / 64; ++i)
-        for (int64_t c = 0; c * 64 < outBN; ++c)
-          b.create<hopper::TmaPrefetchOp>(loc, t.desc, b.create<arith::AddIOp>(loc, (*offsets)[rank - 1], i32(64 * c)),
-                                          b.create<arith::AddIOp>(loc, (*offsets)[rank - 2], i32(64 * i)),
-                                          rank == 3 ? (*offsets)[0] : Value());
+    // Rule 8: the tile as one box. The operand of rule 7 too: its 64 x
+    // 128-byte chunks, which the consumer then loads one by one into the
+    // staging buffers (from L2).
+    LoadOp load = t.operand && t.perChunk ? t.operand : t.prefetch;
+    if (!load)
       continue;
-    }
-    if (!t.prefetch)
-      continue;
-    auto offsets = offsetScalars(t.prefetch.getOffsets());
+    auto offsets = offsetScalars(load.getOffsets());
     if (failed(offsets))
       return failure();
     auto ifOp = b.create<scf::IfOp>(loc, TypeRange{}, t.usable, /*withElse=*/false);
@@ -214,8 +200,15 @@ LogicalResult KernelBuilder::prefetchEpilogueOperands() {
     b.setInsertionPointToStart(ifOp.thenBlock());
     // Innermost (column) first; a batched tensor's matrix last.
     const size_t rank = offsets->size();
-    b.create<hopper::TmaPrefetchOp>(loc, t.desc, (*offsets)[rank - 1], (*offsets)[rank - 2],
-                                    rank == 3 ? (*offsets)[0] : Value());
+    Value col = (*offsets)[rank - 1], row = (*offsets)[rank - 2], matrix = rank == 3 ? (*offsets)[0] : Value();
+    if (load == t.prefetch) {
+      b.create<hopper::TmaPrefetchOp>(loc, t.desc, col, row, matrix);
+      continue;
+    }
+    for (int64_t i = 0; i < BM / 64; ++i)
+      for (int64_t c = 0; c * 64 < outBN; ++c)
+        b.create<hopper::TmaPrefetchOp>(loc, t.desc, b.create<arith::AddIOp>(loc, col, i32(64 * c)),
+                                        b.create<arith::AddIOp>(loc, row, i32(64 * i)), matrix);
   }
   return success();
 }
